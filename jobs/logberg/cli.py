@@ -71,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     lp.add_argument("--s3", action="store_true", help="also start the local S3-compatible server")
 
     sub.add_parser(
-        "sql", help="the spark-sql shell through the metastore (-e/-f pass through)",
+        "sql",
+        help="the spark-sql shell through the metastore (-e/-f pass through)",
         add_help=False,
     )
 
@@ -79,7 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     qp.add_argument("sql")
     qp.add_argument("--format", choices=["table", "csv", "jsonl"], default="table")
     qp.add_argument(
-        "--as-of", dest="as_of", default=None,
+        "--as-of",
+        dest="as_of",
+        default=None,
         help="time travel: a snapshot id or a timestamp (applies to every table in the query)",
     )
 

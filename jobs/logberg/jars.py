@@ -58,7 +58,9 @@ def hive_home(tools: Path) -> Path:
 
 def spark_jars(tools: Path) -> list[Path]:
     """Jars a local Spark session adds to PySpark's own (spark.jars)."""
-    found = sorted(jar_dir(tools, "spark").glob("*.jar")) + sorted(jar_dir(tools, "s3").glob("*.jar"))
+    found = sorted(jar_dir(tools, "spark").glob("*.jar")) + sorted(
+        jar_dir(tools, "s3").glob("*.jar")
+    )
     if not found:
         raise ConfigError(
             f"no Iceberg/s3a jars under {tools / 'jars'} (LOGBERG_TOOLS); run `make setup`"
@@ -75,7 +77,8 @@ def metastore_classpath(tools: Path) -> list[Path]:
     # Hive brings log4j2; Hadoop's reload4j binding would hijack SLF4J.
     for group in ("hadoop", "s3", "jdbc"):
         cp += sorted(
-            j for j in jar_dir(tools, group).glob("*.jar")
+            j
+            for j in jar_dir(tools, group).glob("*.jar")
             if not j.name.startswith(("slf4j-reload4j", "reload4j"))
         )
     cp += sorted(j for j in (home / "lib").glob("*.jar") if not j.name.startswith("guava-"))
@@ -106,7 +109,8 @@ def maven(tools: Path) -> str:
     mvn = home / "bin" / "mvn"
     if mvn.is_file():
         return str(mvn)
-    base = f"{CENTRAL}/org/apache/maven/apache-maven/{MAVEN_VERSION}/apache-maven-{MAVEN_VERSION}-bin.tar.gz"
+    name = f"apache-maven-{MAVEN_VERSION}-bin.tar.gz"
+    base = f"{CENTRAL}/org/apache/maven/apache-maven/{MAVEN_VERSION}/{name}"
     tools.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=tools) as tmp:
         archive = Path(tmp) / "maven.tar.gz"
@@ -123,9 +127,13 @@ def maven(tools: Path) -> str:
 
 def _run_mvn(mvn: str, args: list[str], cwd: Path) -> None:
     env = dict(os.environ, JAVA_HOME=str(java_home()))
-    proc = subprocess.run([mvn, "-B", "-q", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [mvn, "-B", "-q", *args], cwd=cwd, env=env, capture_output=True, text=True
+    )
     if proc.returncode != 0:
-        raise ServiceError(f"maven failed ({' '.join(args[:1])}):\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}")
+        raise ServiceError(
+            f"maven failed ({' '.join(args[:1])}):\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}"
+        )
 
 
 def resolve(settings: LocalSettings | None = None) -> Path:

@@ -84,6 +84,7 @@ def site_properties(s: LocalSettings, warehouse: str, s3_endpoint: str | None) -
             {
                 "fs.s3a.endpoint": s3_endpoint,
                 "fs.s3a.path.style.access": "true",
+                "fs.s3a.endpoint.region": os.environ.get("AWS_REGION", "us-east-1"),
                 "fs.s3a.connection.ssl.enabled": str(s3_endpoint.startswith("https")).lower(),
             }
         )
@@ -182,14 +183,18 @@ def init_schema(s: LocalSettings, conf: Path) -> str:
     if done.returncode != 0:
         tail = "\n".join((done.stdout + done.stderr).splitlines()[-25:])
         raise ServiceError(
-            f"schematool {action} failed for {s.metastore_db.label} "
-            f"(LOGBERG_METASTORE_DB):\n{tail}"
+            f"schematool {action} failed for {s.metastore_db.label} (LOGBERG_METASTORE_DB):\n{tail}"
         )
     return "initialised" if action == "-initSchema" else "upgraded"
 
 
-def start(s: LocalSettings, warehouse: str, s3_env: dict[str, str] | None = None,
-          s3_endpoint: str | None = None, timeout: float = 120.0) -> str:
+def start(
+    s: LocalSettings,
+    warehouse: str,
+    s3_env: dict[str, str] | None = None,
+    s3_endpoint: str | None = None,
+    timeout: float = 120.0,
+) -> str:
     """Start the metastore if it is not running; returns its thrift URI."""
     svc = service(s)
     if svc.pid() is not None:

@@ -61,10 +61,14 @@ def write_rows(
         widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
         line = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
         out.write(line + "\n")
-        out.write("| " + " | ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)) + " |\n")
+        out.write(
+            "| " + " | ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)) + " |\n"
+        )
         out.write(line + "\n")
         for r in cells:
-            out.write("| " + " | ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) + " |\n")
+            out.write(
+                "| " + " | ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) + " |\n"
+            )
         out.write(line + "\n")
         out.write(f"({len(cells)} row{'s' if len(cells) != 1 else ''})\n")
 

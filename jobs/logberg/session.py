@@ -45,13 +45,14 @@ class LakehouseConfig:
     @classmethod
     def from_env(cls, local: LocalSettings | None = None) -> LakehouseConfig:
         s = local or LocalSettings.from_env()
-        in_cluster = "PYSPARK_GATEWAY_PORT" in os.environ or os.environ.get(
-            "LOGBERG_PROFILE"
-        ) == "cluster"
+        in_cluster = (
+            "PYSPARK_GATEWAY_PORT" in os.environ or os.environ.get("LOGBERG_PROFILE") == "cluster"
+        )
         uri = os.environ.get("LOGBERG_METASTORE_URI") or s.metastore_uri
         warehouse = os.environ.get("LOGBERG_WAREHOUSE") or s.warehouse.as_uri()
         endpoint = os.environ.get("LOGBERG_S3_ENDPOINT") or None
-        if endpoint is None and not in_cluster and _is_s3(warehouse):
+        if endpoint is None and not in_cluster:
+            # Locally, a running `logberg local up --s3` server serves s3a:// reads and writes.
             from logberg import s3server
 
             if s3server.is_running(s):
@@ -74,9 +75,7 @@ class LakehouseConfig:
             )
         if not _tcp_answers(parsed.hostname, parsed.port):
             hint = (
-                " (LOGBERG_METASTORE_PORT); start it with `logberg local up`"
-                if self.local
-                else ""
+                " (LOGBERG_METASTORE_PORT); start it with `logberg local up`" if self.local else ""
             )
             raise ConfigError(
                 f"LOGBERG_METASTORE_URI: the metastore at {self.metastore_uri} "

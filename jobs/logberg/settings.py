@@ -50,8 +50,7 @@ class MetastoreDb:
         parsed = urlparse(url)
         if parsed.scheme not in ("postgresql", "postgres"):
             raise ConfigError(
-                f"LOGBERG_METASTORE_DB={url!r}: expected 'derby' or "
-                "postgresql://user@host:port/db"
+                f"LOGBERG_METASTORE_DB={url!r}: expected 'derby' or postgresql://user@host:port/db"
             )
         if parsed.password:
             raise ConfigError(

@@ -42,10 +42,10 @@ def _go(tools: Path) -> str:
         for info in z.infolist():
             if not info.filename.startswith(prefix) or info.is_dir():
                 continue
-            target = home / info.filename[len(prefix):]
+            target = home / info.filename[len(prefix) :]
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(z.read(info))
-            if "/bin/" in f"/{info.filename[len(prefix):]}" or "/pkg/tool/" in info.filename:
+            if "/bin/" in f"/{info.filename[len(prefix) :]}" or "/pkg/tool/" in info.filename:
                 target.chmod(0o755)
     return str(go)
 
@@ -60,7 +60,9 @@ def ensure_versitygw(tools: Path) -> Path:
     env = dict(os.environ, GOBIN=str(tools / "bin"), CGO_ENABLED="0", GOTOOLCHAIN="auto")
     proc = subprocess.run(
         [_go(tools), "install", f"github.com/versity/versitygw/cmd/versitygw@{version}"],
-        env=env, capture_output=True, text=True,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     if proc.returncode != 0:
         raise ServiceError(f"go install versitygw@{version} failed:\n{proc.stderr[-3000:]}")

@@ -1,0 +1,108 @@
+"""Unit tests for settings, pins and the session factory's pure conf (no JVM)."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from logberg.errors import ConfigError
+from logberg.session import CATALOG, LakehouseConfig, catalog_conf
+from logberg.settings import LocalSettings, MetastoreDb
+from logberg.versions import pins
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_metastore_db_defaults_to_embedded_derby() -> None:
+    assert MetastoreDb.parse(None).kind == "derby"
+    assert MetastoreDb.parse("derby").kind == "derby"
+
+
+def test_metastore_db_parses_postgres_url() -> None:
+    db = MetastoreDb.parse("postgresql://hive@db.internal:6543/metastore")
+    assert (db.kind, db.user, db.host, db.port, db.database) == (
+        "postgres",
+        "hive",
+        "db.internal",
+        6543,
+        "metastore",
+    )
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "mysql://u@h/db",
+        "postgresql://h:5432/db",
+        "postgresql://u@h:5432/",
+        "postgresql://u:pw@h/db",
+    ],
+)
+def test_bad_metastore_db_names_the_setting(url: str) -> None:
+    with pytest.raises(ConfigError, match="LOGBERG_METASTORE_DB"):
+        MetastoreDb.parse(url)
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "70000"])
+def test_bad_port_names_the_setting(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("LOGBERG_METASTORE_PORT", value)
+    with pytest.raises(ConfigError, match="LOGBERG_METASTORE_PORT"):
+        LocalSettings.from_env()
+
+
+def test_home_holds_all_local_state(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("LOGBERG_HOME", str(tmp_path))
+    s = LocalSettings.from_env()
+    for p in (s.warehouse, s.landing, s.logs, s.metastore_dir, s.s3_dir, s.run):
+        assert p.is_relative_to(tmp_path)
+
+
+def test_catalog_conf_wires_iceberg_over_hms() -> None:
+    cfg = LakehouseConfig(
+        metastore_uri="thrift://ms:9083",
+        warehouse="s3a://wh/warehouse",
+        s3_endpoint="http://127.0.0.1:9000",
+    )
+    conf = catalog_conf(cfg)
+    assert conf[f"spark.sql.catalog.{CATALOG}"] == "org.apache.iceberg.spark.SparkCatalog"
+    assert conf[f"spark.sql.catalog.{CATALOG}.type"] == "hive"
+    assert conf[f"spark.sql.catalog.{CATALOG}.uri"] == "thrift://ms:9083"
+    assert conf["spark.sql.defaultCatalog"] == CATALOG
+    assert conf["spark.sql.catalog.spark_catalog"].endswith("SparkSessionCatalog")
+    assert conf["spark.hadoop.hive.metastore.uris"] == "thrift://ms:9083"
+    assert conf["spark.hadoop.fs.s3a.endpoint"] == "http://127.0.0.1:9000"
+    assert conf["spark.hadoop.fs.s3a.path.style.access"] == "true"
+    # Credentials never travel in Spark conf: S3A takes them from the standard chain.
+    assert not any(re.search(r"access\.key|secret", k) for k in conf)
+
+
+def test_no_s3_endpoint_means_aws_defaults() -> None:
+    conf = catalog_conf(LakehouseConfig(metastore_uri="thrift://m:1", warehouse="s3://b/w"))
+    assert "spark.hadoop.fs.s3a.endpoint" not in conf
+
+
+def test_bad_metastore_uri_fails_fast() -> None:
+    with pytest.raises(ConfigError, match="LOGBERG_METASTORE_URI"):
+        LakehouseConfig(metastore_uri="http://x", warehouse="file:///tmp/w").validate()
+
+
+def test_pins_are_one_source() -> None:
+    """pyproject's pyspark pin and PySpark's bundled Hadoop agree with versions.toml."""
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert f"pyspark=={pins().spark}" in pyproject["project"]["dependencies"]
+    import pyspark
+
+    assert pyspark.__version__ == pins().spark
+    bundled = {p.name for p in (Path(pyspark.__file__).parent / "jars").glob("hadoop-client-api-*")}
+    assert bundled == {f"hadoop-client-api-{pins().hadoop}.jar"}
+
+
+def test_metastore_is_a_version_spark_and_iceberg_speak_to() -> None:
+    # Hive >= 4.0.1 dropped thrift get_table (HIVE-26537), which Spark's Hive 2.3 client and
+    # Iceberg's HiveCatalog call; the integration tests prove the pinned pairing end to end.
+    major, minor, patch = (int(x) for x in pins().hive.split("."))
+    assert (major, minor, patch) < (4, 0, 1)
+    assert pins().hive_image == f"apache/hive:{pins().hive}"
