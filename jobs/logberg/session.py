@@ -194,6 +194,7 @@ def build_session(
     if cfg.local:
         java_home()  # fails fast when Java is missing
         os.environ.setdefault("JAVA_HOME", str(java_home()))
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         (settings.home / "spark" / "tmp").mkdir(parents=True, exist_ok=True)
         if cfg.s3_endpoint == settings.s3_endpoint:
             from logberg import s3server

@@ -1,0 +1,138 @@
+"""Device, browser and OS classification as Spark SQL expressions (JVM-side, no UDF).
+
+The agent is lower-cased once; then plain substring tests, in priority order:
+bots win over everything (Googlebot's smartphone agent says "Android … Mobile"),
+then tablets (iPad, Kindle/Silk, Android without "Mobile"), then phones, then desktops.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+BOT_MARKERS = (
+    "bot",
+    "crawl",
+    "spider",
+    "slurp",
+    "curl/",
+    "wget/",
+    "python-requests",
+    "python-urllib",
+    "aiohttp",
+    "httpx",
+    "go-http-client",
+    "okhttp",
+    "java/",
+    "apache-httpclient",
+    "libwww",
+    "scrapy",
+    "uptimerobot",
+    "pingdom",
+    "statuscake",
+    "monitor",
+    "nagios",
+    "zabbix",
+    "check_http",
+    "headlesschrome",
+    "facebookexternalhit",
+    "feedfetcher",
+    "mediapartners",
+    "lighthouse",
+    "ahrefs",
+    "semrush",
+    "baiduspider",
+    "bytespider",
+    "petalbot",
+    "mj12bot",
+    "dotbot",
+    "gptbot",
+    "ccbot",
+    "claude",
+    "node-fetch",
+    "axios/",
+    "postman",
+    "httpie",
+    "masscan",
+    "zgrab",
+    "nmap",
+    "nikto",
+    "sqlmap",
+    "wpscan",
+    "censys",
+    "expanse",
+    "preview",
+    "fetcher",
+)
+TABLET_MARKERS = ("ipad", "kindle", "silk/", "tablet", "playbook", "nexus 7", "nexus 9", "sm-t")
+PHONE_MARKERS = ("iphone", "ipod", "windows phone", "blackberry", "opera mini", "mobile")
+DESKTOP_MARKERS = ("windows nt", "macintosh", "x11", "cros", "linux x86_64", "ubuntu")
+
+
+def _any(ua: Column, markers: tuple[str, ...]) -> Column:
+    cond = ua.contains(markers[0])
+    for m in markers[1:]:
+        cond = cond | ua.contains(m)
+    return cond
+
+
+def device_type(ua: Column) -> Column:
+    """`ua` must already be lower-cased."""
+    android = ua.contains("android")
+    return (
+        F.when(ua.isNull(), F.lit("other"))
+        .when(_any(ua, BOT_MARKERS), F.lit("bot"))
+        .when(_any(ua, TABLET_MARKERS) | (android & ~ua.contains("mobile")), F.lit("tablet"))
+        .when(_any(ua, PHONE_MARKERS) | android, F.lit("mobile"))
+        .when(_any(ua, DESKTOP_MARKERS), F.lit("desktop"))
+        .otherwise(F.lit("other"))
+    )
+
+
+def browser(ua: Column) -> Column:
+    """Browser family; order matters (Edge and Opera agents also say Chrome and Safari)."""
+    return (
+        F.when(ua.isNull(), F.lit("Other"))
+        .when(ua.contains("googlebot"), F.lit("Googlebot"))
+        .when(ua.contains("bingbot"), F.lit("bingbot"))
+        .when(ua.contains("curl/"), F.lit("curl"))
+        .when(ua.contains("python-requests"), F.lit("Python Requests"))
+        .when(ua.contains("wget/"), F.lit("Wget"))
+        .when(_any(ua, ("edg/", "edge/", "edga/", "edgios/")), F.lit("Edge"))
+        .when(_any(ua, ("opr/", "opera", "opios/")), F.lit("Opera"))
+        .when(ua.contains("samsungbrowser/"), F.lit("Samsung Internet"))
+        .when(ua.contains("yabrowser/"), F.lit("Yandex Browser"))
+        .when(_any(ua, ("firefox/", "fxios/")), F.lit("Firefox"))
+        .when(_any(ua, ("chrome/", "crios/", "chromium/")), F.lit("Chrome"))
+        .when(ua.contains("safari/") & ua.contains("version/"), F.lit("Safari"))
+        .when(_any(ua, ("iphone", "ipad")) & ua.contains("applewebkit"), F.lit("Safari"))
+        .when(_any(ua, ("msie ", "trident/")), F.lit("IE"))
+        .otherwise(F.lit("Other"))
+    )
+
+
+def operating_system(ua: Column) -> Column:
+    return (
+        F.when(ua.isNull(), F.lit("Other"))
+        .when(ua.contains("windows phone"), F.lit("Windows Phone"))
+        .when(ua.contains("windows"), F.lit("Windows"))
+        .when(_any(ua, ("iphone", "ipad", "ipod")), F.lit("iOS"))
+        .when(ua.contains("android"), F.lit("Android"))
+        .when(ua.contains("cros"), F.lit("Chrome OS"))
+        .when(_any(ua, ("mac os x", "macintosh")), F.lit("Mac OS X"))
+        .when(_any(ua, ("linux", "x11")), F.lit("Linux"))
+        .otherwise(F.lit("Other"))
+    )
+
+
+def classify_device(df: DataFrame, agent: str = "user_agent") -> DataFrame:
+    """Add device_type, browser, os and is_bot from the user-agent column."""
+    ua = F.lower(F.col(agent))
+    dt = device_type(ua)
+    return df.select(
+        "*",
+        dt.alias("device_type"),
+        browser(ua).alias("browser"),
+        operating_system(ua).alias("os"),
+        (dt == "bot").alias("is_bot"),
+    )
