@@ -366,8 +366,8 @@ def ingest(spark: SparkSession, cfg: IngestConfig) -> BatchResult:
     tables.create_ingest_tables(spark)
     files = list_inputs(spark, cfg)
     todo, changed = plan(files, {} if cfg.full else ledger_state(spark), cfg.full)
-    saved = {
-        k: spark.conf.get(k)
+    saved: dict[str, str] = {
+        k: str(spark.conf.get(k))
         for k in ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
     }
     total = BatchResult()
