@@ -1,0 +1,15 @@
+"""Synthetic nginx access logs for logberg, with a ground-truth manifest."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+
+def bench_lines_per_second(lines: int = 1_000_000, gzip: bool = False) -> float:
+    """Generate `lines` lines into a temporary directory; returns lines per second."""
+    from generator.engine import bench
+
+    return bench(lines, gzip=gzip)
+
+
+__all__ = ["__version__", "bench_lines_per_second"]

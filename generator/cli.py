@@ -1,0 +1,125 @@
+"""`logberg generate` / `python -m generator`: parse and check the flags, then generate.
+
+Bad arguments (and an unreachable S3 endpoint or missing bucket) print one line,
+`generate: error: ...`, exit with 2 and write nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from generator import __version__
+from generator.config import (
+    APPS,
+    FORMATS,
+    Config,
+    UsageError,
+    check_writable,
+    parse_date,
+    parse_output,
+)
+
+PROG = "generate"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog=PROG,
+        description="Generate realistic nginx access logs (plus a ground-truth manifest) under "
+        "<output>/raw/nginx/dt=YYYY-MM-DD/.",
+    )
+    add = p.add_argument
+    add("--num-files", type=int, default=1, metavar="N", help="files to write (default 1)")
+    add("--lines-per-file", type=int, default=10_000, metavar="N", help="default 10000")
+    add("--start-date", default="2025-01-01", metavar="YYYY-MM-DD", help="UTC; default 2025-01-01")
+    add("--end-date", metavar="YYYY-MM-DD", help="inclusive; default: the start date")
+    add("--app", default="nginx", help=f"log source: {', '.join(APPS)}")
+    add("--output", metavar="URI", help="file:///abs/dir or s3://bucket/prefix")
+    add("--bucket", help="shorthand for --output s3://BUCKET")
+    add("--endpoint-url", metavar="URL", help="S3-compatible endpoint, e.g. http://127.0.0.1:9878")
+    add("--seed", type=int, metavar="INT", help="random seed (default: random, see manifest)")
+    add("--malformed-rate", type=float, default=0.0, metavar="P", help="0..1 (default 0)")
+    add("--gzip", action=argparse.BooleanOptionalAction, default=True, help="gzip (default)")
+    add("--format", default="combined", help=f"{' or '.join(FORMATS)} (default combined)")
+    add("--tz", default="+0000", metavar="+HHMM", help="offset in $time_local (default +0000)")
+    add("--clients", type=int, default=5000, metavar="N", help="distinct clients (default 5000)")
+    add("--quiet", action="store_true", help="no progress bar or summary")
+    add("--version", action="version", version=f"%(prog)s {__version__}")
+    return p
+
+
+def parse_config(argv: Sequence[str]) -> Config:
+    a = build_parser().parse_args(list(argv))
+    start = parse_date("--start-date", a.start_date)
+    end = parse_date("--end-date", a.end_date) if a.end_date else start
+    return Config(
+        num_files=a.num_files,
+        lines_per_file=a.lines_per_file,
+        start=start,
+        end=end,
+        app=a.app,
+        output=parse_output(a.output, a.bucket),
+        endpoint_url=a.endpoint_url,
+        seed=a.seed if a.seed is not None else secrets.randbelow(1 << 32),
+        malformed_rate=a.malformed_rate,
+        gzip=a.gzip,
+        fmt=a.format,
+        tz=a.tz,
+        clients=a.clients,
+        quiet=a.quiet,
+    )
+
+
+def _preflight(cfg: Config) -> None:
+    """Fail before writing anything if the destination cannot take the files."""
+    if cfg.output.path is not None:
+        check_writable(cfg.output.path)
+        return
+    from generator.sinks import check_bucket
+
+    problem = check_bucket(cfg.endpoint_url, cfg.output.bucket)
+    if problem:
+        raise UsageError(problem)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        cfg = parse_config(argv)
+        _preflight(cfg)
+    except UsageError as e:
+        print(f"{PROG}: error: {' '.join(str(e).split())}", file=sys.stderr)
+        return 2
+    except SystemExit as e:  # --help / --version
+        return int(e.code or 0)
+
+    from generator.engine import generate
+    from generator.progress import Progress
+    from generator.sinks import one_line
+
+    total = cfg.num_files * cfg.lines_per_file
+    progress = Progress(total, enabled=not cfg.quiet and sys.stderr.isatty())
+    try:
+        manifest = generate(cfg, progress)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; no manifest written", file=sys.stderr)
+        return 130
+    except Exception as e:
+        print(f"{PROG}: error: {one_line(e)} (no manifest written)", file=sys.stderr)
+        return 1
+    if not cfg.quiet:
+        t = manifest["totals"]
+        print(
+            f"wrote {t['files']} file(s), {t['lines']:,} lines ({t['malformed_total']:,}"
+            f" malformed) to {manifest['output']}; manifest {manifest['manifest']['uri']}"
+        )
+    return 0
