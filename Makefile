@@ -65,7 +65,7 @@ demo: setup ## generate logs, ingest, build the top tables and print them (embed
 	$(BIN)/python -m logberg.demo
 
 .PHONY: test
-test: setup tools ## the whole test suite (unit, integration, static), as CI runs it
+test: setup tools checkov ## the whole test suite (unit, integration, static), as CI runs it
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 .PHONY: test-fast
@@ -73,7 +73,7 @@ test-fast: ## only the fast unit tests (no services, no multi-process runs)
 	$(BIN)/pytest -m "not integration and not slow" $(PYTEST_ARGS)
 
 .PHONY: lint
-lint: tools ## ruff, mypy and the static chart/Terraform checks
+lint: tools checkov ## ruff, mypy and the static chart/Terraform checks
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-import tomllib
+import sys
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # the apache/spark images run Python 3.10
+    import tomli as tomllib
 
 
 @dataclass(frozen=True)

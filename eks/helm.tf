@@ -1,0 +1,269 @@
+# In-cluster releases (var.install_charts). Values are passed with yamlencode so that
+# tests/test_eks.py can check every key against the charts' values.schema.json. No
+# value here is a credential: the metastore's password reaches its pod through
+# External Secrets (see README.md, "Secret flow").
+
+locals {
+  chart_count = var.install_charts ? 1 : 0
+
+  metastore_values = {
+    image = {
+      repository = var.metastore_image.repository
+      tag        = var.metastore_image.tag
+    }
+    replicaCount = var.metastore_replicas
+    database = {
+      type           = "postgres"
+      host           = aws_db_instance.metastore.address
+      port           = aws_db_instance.metastore.port
+      name           = var.db_name
+      existingSecret = var.metastore_db_creds_name
+      usernameKey    = "username"
+      passwordKey    = "password"
+      # The parameter group sets rds.force_ssl; the client insists on TLS too.
+      jdbcParams = "sslmode=require"
+    }
+    warehouse = {
+      dir = local.warehouse_uri
+    }
+    # S3A 3.1 (AWS SDK v1) needs the regional endpoint for buckets outside us-east-1.
+    s3 = {
+      endpoint = "s3.${var.region}.amazonaws.com"
+      region   = var.region
+    }
+    serviceAccount = {
+      create = true
+      name   = var.metastore_service_account
+      # Informational only: Pod Identity binds the role by namespace/name, no
+      # annotation is needed (unlike IRSA).
+      annotations = {
+        "logberg.io/pod-identity-role-arn" = aws_iam_role.metastore.arn
+      }
+    }
+    # The chart's NetworkPolicy admits labelled client pods of its own namespace only
+    # by default; the Spark jobs run in spark_namespace.
+    networkPolicy = {
+      clientNamespaceSelector = {
+        matchExpressions = [{
+          key      = "kubernetes.io/metadata.name"
+          operator = "In"
+          values   = [var.spark_namespace, var.metastore_namespace]
+        }]
+      }
+    }
+    nodeSelector = local.system_node_selector
+    tolerations  = []
+    resources = {
+      requests = {
+        cpu    = "250m"
+        memory = "1Gi"
+      }
+      limits = {
+        memory = "2Gi"
+      }
+    }
+  }
+
+  logberg_values = {
+    image = {
+      repository = var.logberg_image.repository
+      tag        = var.logberg_image.tag
+    }
+    metastore = {
+      uri = local.metastore_uri
+    }
+    warehouse = {
+      uri = local.warehouse_uri
+    }
+    landing = {
+      uri = local.landing_uri
+    }
+    # The chart creates this service account (and the driver's Role/RoleBinding); Pod
+    # Identity maps it to the Spark role, no annotation needed.
+    serviceAccount = {
+      create = true
+      name   = var.spark_service_account
+    }
+    s3 = {
+      region = var.region
+    }
+    spark = {
+      executor = {
+        nodeSelector = local.spark_node_selector
+        tolerations  = local.spark_tolerations
+      }
+    }
+    ingest = {
+      enabled = var.logberg_ingest_enabled
+    }
+    analytics = {
+      enabled = var.logberg_analytics_enabled
+    }
+  }
+}
+
+resource "kubernetes_namespace_v1" "spark" {
+  count = local.chart_count
+
+  metadata {
+    name = var.spark_namespace
+    labels = {
+      "app.kubernetes.io/part-of" = "logberg"
+    }
+  }
+
+  depends_on = [module.eks]
+}
+
+resource "kubernetes_namespace_v1" "metastore" {
+  count = local.chart_count
+
+  metadata {
+    name = var.metastore_namespace
+    labels = {
+      "app.kubernetes.io/part-of" = "logberg"
+    }
+  }
+
+  depends_on = [module.eks]
+}
+
+# Upstream kubeflow Spark Operator. The shared values file comes first; the overrides
+# after it tie the operator to this deployment's job namespace and service account.
+resource "helm_release" "spark_operator" {
+  count = local.chart_count
+
+  name             = "spark-operator"
+  repository       = "https://kubeflow.github.io/spark-operator"
+  chart            = "spark-operator"
+  version          = var.spark_operator_chart_version
+  namespace        = local.spark_operator_namespace
+  create_namespace = true
+  wait             = true
+  timeout          = 600
+
+  values = [
+    file("${path.module}/../charts/values/spark-operator.yaml"),
+    yamlencode({
+      spark = {
+        # The logberg release creates the Spark service account and its RBAC there
+        # (the shared values file sets spark.serviceAccount/rbac.create = false).
+        jobNamespaces = [var.spark_namespace]
+      }
+      controller = {
+        nodeSelector = local.system_node_selector
+      }
+      webhook = {
+        nodeSelector = local.system_node_selector
+      }
+    }),
+  ]
+
+  depends_on = [kubernetes_namespace_v1.spark, aws_eks_pod_identity_association.spark]
+}
+
+# External Secrets Operator: turns the RDS-managed secret into a Kubernetes Secret.
+resource "helm_release" "external_secrets" {
+  count = local.chart_count
+
+  name             = "external-secrets"
+  repository       = "https://charts.external-secrets.io"
+  chart            = "external-secrets"
+  version          = var.eso_chart_version
+  namespace        = local.eso_namespace
+  create_namespace = true
+  wait             = true
+  timeout          = 600
+
+  values = [yamlencode({
+    installCRDs = true
+    serviceAccount = {
+      create = true
+      name   = local.eso_service_account
+    }
+    nodeSelector = local.system_node_selector
+    webhook = {
+      nodeSelector = local.system_node_selector
+    }
+    certController = {
+      nodeSelector = local.system_node_selector
+    }
+  })]
+
+  depends_on = [aws_eks_pod_identity_association.external_secrets]
+}
+
+# SecretStore + ExternalSecret (local chart in eks/charts): the ARN of the secret and
+# the role to read it with are identifiers, not credentials.
+resource "helm_release" "metastore_db_secret" {
+  count = local.chart_count
+
+  name      = "metastore-db-secret"
+  chart     = "${path.module}/charts/metastore-db-secret"
+  namespace = var.metastore_namespace
+
+  values = [yamlencode({
+    region           = var.region
+    roleArn          = aws_iam_role.metastore.arn
+    secretArn        = aws_db_instance.metastore.master_user_secret[0].secret_arn
+    targetSecretName = var.metastore_db_creds_name
+    refreshInterval  = var.metastore_db_creds_refresh_interval
+  })]
+
+  depends_on = [
+    helm_release.external_secrets,
+    kubernetes_namespace_v1.metastore,
+    aws_iam_role_policy.metastore,
+    aws_iam_role_policy.external_secrets,
+  ]
+}
+
+resource "helm_release" "hive_metastore" {
+  count = local.chart_count
+
+  name      = local.metastore_release_name
+  chart     = "${path.module}/../charts/hive-metastore"
+  namespace = var.metastore_namespace
+  wait      = true
+  timeout   = 900
+
+  values = [yamlencode(local.metastore_values)]
+
+  lifecycle {
+    precondition {
+      condition     = var.metastore_image.repository != "" && var.metastore_image.tag != ""
+      error_message = "install_charts is true but metastore_image is not set: build images/hive-metastore, push it to a registry (e.g. ECR) and set metastore_image in your tfvars, or set install_charts = false."
+    }
+  }
+
+  depends_on = [
+    helm_release.metastore_db_secret,
+    aws_eks_pod_identity_association.metastore,
+    aws_iam_role_policy.metastore,
+    aws_vpc_security_group_ingress_rule.metastore_db_from_nodes,
+  ]
+}
+
+resource "helm_release" "logberg" {
+  count = local.chart_count
+
+  name      = "logberg"
+  chart     = "${path.module}/../charts/logberg"
+  namespace = var.spark_namespace
+
+  values = [yamlencode(local.logberg_values)]
+
+  lifecycle {
+    precondition {
+      condition     = var.logberg_image.repository != "" && var.logberg_image.tag != ""
+      error_message = "install_charts is true but logberg_image is not set: push the logberg Spark image to a registry (e.g. ECR) and set logberg_image in your tfvars, or set install_charts = false."
+    }
+  }
+
+  depends_on = [
+    helm_release.spark_operator,
+    helm_release.hive_metastore,
+    aws_eks_pod_identity_association.spark,
+    aws_iam_role_policy.spark,
+  ]
+}

@@ -1,0 +1,109 @@
+output "region" {
+  description = "AWS region of the deployment."
+  value       = var.region
+}
+
+output "cluster_name" {
+  description = "Name of the EKS cluster."
+  value       = module.eks.cluster_name
+}
+
+output "cluster_endpoint" {
+  description = "Endpoint of the EKS API server."
+  value       = module.eks.cluster_endpoint
+}
+
+output "kubeconfig_command" {
+  description = "Command that adds the cluster to your kubeconfig (uses your AWS credentials; nothing secret is stored)."
+  value       = "aws eks update-kubeconfig --region ${var.region} --name ${module.eks.cluster_name}"
+}
+
+output "vpc_id" {
+  description = "ID of the VPC."
+  value       = module.vpc.vpc_id
+}
+
+output "private_subnet_ids" {
+  description = "Private subnets (nodes and pods)."
+  value       = module.vpc.private_subnets
+}
+
+output "raw_bucket_name" {
+  description = "S3 bucket for raw nginx access logs (the jobs read the raw/ prefix)."
+  value       = aws_s3_bucket.raw.id
+}
+
+output "warehouse_bucket_name" {
+  description = "S3 bucket holding the Iceberg warehouse."
+  value       = aws_s3_bucket.warehouse.id
+}
+
+output "access_logs_bucket_name" {
+  description = "S3 bucket receiving the server access logs of the raw and warehouse buckets."
+  value       = aws_s3_bucket.access_logs.id
+}
+
+output "landing_uri" {
+  description = "URI the ingest job reads raw logs from."
+  value       = local.landing_uri
+}
+
+output "warehouse_uri" {
+  description = "URI of the Iceberg warehouse (Hive Metastore warehouse.dir)."
+  value       = local.warehouse_uri
+}
+
+output "metastore_uri" {
+  description = "In-cluster thrift URI of the Hive Metastore."
+  value       = local.metastore_uri
+}
+
+output "rds_endpoint" {
+  description = "Hostname of the metastore PostgreSQL instance (private; reachable from the EKS nodes only)."
+  value       = aws_db_instance.metastore.address
+}
+
+output "rds_port" {
+  description = "Port of the metastore PostgreSQL instance."
+  value       = aws_db_instance.metastore.port
+}
+
+output "db_name" {
+  description = "Name of the metastore database."
+  value       = var.db_name
+}
+
+output "db_master_user_secret_arn" {
+  description = "ARN of the RDS-managed Secrets Manager secret with the master credentials (the ARN only, not the value)."
+  value       = aws_db_instance.metastore.master_user_secret[0].secret_arn
+}
+
+output "kms_key_arn" {
+  description = "ARN of the KMS key encrypting the buckets, the database, its secret and the log groups."
+  value       = aws_kms_key.data.arn
+}
+
+output "spark_role_arn" {
+  description = "IAM role of the Spark service account (Pod Identity)."
+  value       = aws_iam_role.spark.arn
+}
+
+output "metastore_role_arn" {
+  description = "IAM role of the Hive Metastore service account (Pod Identity)."
+  value       = aws_iam_role.metastore.arn
+}
+
+output "external_secrets_role_arn" {
+  description = "IAM role of the External Secrets controller (Pod Identity); it may only assume the metastore role."
+  value       = aws_iam_role.external_secrets.arn
+}
+
+output "spark_namespace" {
+  description = "Namespace of the Spark jobs and the logberg release."
+  value       = var.spark_namespace
+}
+
+output "metastore_namespace" {
+  description = "Namespace of the Hive Metastore."
+  value       = var.metastore_namespace
+}
