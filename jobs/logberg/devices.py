@@ -63,6 +63,7 @@ BOT_MARKERS = (
     "expanse",
     "preview",
     "fetcher",
+    "whatsapp",
 )
 TABLET_MARKERS = ("ipad", "kindle", "silk/", "tablet", "playbook", "nexus 7", "nexus 9", "sm-t")
 PHONE_MARKERS = ("iphone", "ipod", "windows phone", "blackberry", "opera mini", "mobile")
@@ -94,6 +95,7 @@ def browser(ua: Column) -> Column:
     return (
         F.when(ua.isNull(), F.lit("Other"))
         .when(ua.contains("googlebot"), F.lit("Googlebot"))
+        .when(ua.contains("applebot"), F.lit("Applebot"))
         .when(ua.contains("bingbot"), F.lit("bingbot"))
         .when(ua.contains("curl/"), F.lit("curl"))
         .when(ua.contains("python-requests"), F.lit("Python Requests"))
@@ -101,11 +103,20 @@ def browser(ua: Column) -> Column:
         .when(_any(ua, ("edg/", "edge/", "edga/", "edgios/")), F.lit("Edge"))
         .when(_any(ua, ("opr/", "opera", "opios/")), F.lit("Opera"))
         .when(ua.contains("samsungbrowser/"), F.lit("Samsung Internet"))
+        .when(ua.contains("silk/"), F.lit("Amazon Silk"))
+        .when(ua.contains("miuibrowser/"), F.lit("MiuiBrowser"))
+        .when(ua.contains("huaweibrowser/"), F.lit("Huawei Browser"))
+        .when(ua.contains("ucbrowser/"), F.lit("UC Browser"))
+        .when(ua.contains("vivaldi/"), F.lit("Vivaldi"))
+        .when(ua.contains("instagram"), F.lit("Instagram"))
+        .when(ua.contains("fban/") | ua.contains("fbav/"), F.lit("Facebook"))
+        .when(ua.contains("iemobile/"), F.lit("IE Mobile"))
         .when(ua.contains("yabrowser/"), F.lit("Yandex Browser"))
         .when(_any(ua, ("firefox/", "fxios/")), F.lit("Firefox"))
         .when(_any(ua, ("chrome/", "crios/", "chromium/")), F.lit("Chrome"))
         .when(ua.contains("safari/") & ua.contains("version/"), F.lit("Safari"))
         .when(_any(ua, ("iphone", "ipad")) & ua.contains("applewebkit"), F.lit("Safari"))
+        .when(ua.contains("kindle/"), F.lit("Kindle"))
         .when(_any(ua, ("msie ", "trident/")), F.lit("IE"))
         .otherwise(F.lit("Other"))
     )
