@@ -125,8 +125,8 @@ def test_generator_pool_is_classified_exactly(spark) -> None:  # type: ignore[no
             "Googlebot",
         ),
         (
-            "Mozilla/5.0 (iPad; CPU OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
-            "Version/17.5 Mobile/15E148 Safari/604.1",
+            "Mozilla/5.0 (iPad; CPU OS 17_5 like Mac OS X) AppleWebKit/605.1.15 "
+            "(KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
             "tablet",
             "Safari",
         ),

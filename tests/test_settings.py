@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from logberg.errors import ConfigError
 from logberg.session import CATALOG, LakehouseConfig, catalog_conf
