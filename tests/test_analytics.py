@@ -1,0 +1,194 @@
+"""Analytics against the generator's ground truth: daily/weekly top IPs and devices, ISO
+weeks across the new year, incremental recomputation and idempotent re-runs."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.testing import assertDataFrameEqual
+
+from logberg import analytics as an
+from logberg.ingest import IngestConfig, ingest
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.integration
+TOP = 10
+
+
+def generate(out: Path, seed: int, start: str, end: str, files: int, lines: int) -> dict[str, Any]:
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "generator",
+            "--output",
+            out.as_uri(),
+            "--num-files",
+            str(files),
+            "--lines-per-file",
+            str(lines),
+            "--start-date",
+            start,
+            "--end-date",
+            end,
+            "--seed",
+            str(seed),
+            "--malformed-rate",
+            "0.005",
+            "--quiet",
+        ],
+        check=True,
+        cwd=REPO,
+        capture_output=True,
+    )
+    [manifest] = (out / "raw" / "nginx" / "_manifests").glob("*.json")
+    return dict(json.loads(manifest.read_text()))
+
+
+def run_ingest(spark, landing: Path) -> None:  # type: ignore[no-untyped-def]
+    ingest(spark, IngestConfig(inputs=[landing.as_uri()]))
+
+
+@pytest.fixture(scope="module")
+def new_year(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    out = tmp_path_factory.mktemp("new-year")
+    manifest = generate(out, 31, "2024-12-28", "2025-01-06", files=10, lines=3000)
+    run_ingest(spark, out)
+    an.analytics(spark, an.AnalyticsConfig(top_n=TOP))
+    return manifest
+
+
+def test_daily_tops_match_ground_truth(spark, new_year) -> None:  # type: ignore[no-untyped-def]
+    for day, truth in new_year["days"].items():
+        ips = [
+            [r.ip_address, r.request_count]
+            for r in spark.sql(
+                f"SELECT ip_address, request_count FROM nginx_logs.daily_top_ips "
+                f"WHERE date = DATE'{day}' ORDER BY rank"
+            ).collect()
+        ]
+        assert ips == truth["top_ips"][:TOP], day
+        ranks = [
+            r[0]
+            for r in spark.sql(
+                f"SELECT rank FROM nginx_logs.daily_top_ips WHERE date = DATE'{day}' ORDER BY rank"
+            ).collect()
+        ]
+        assert ranks == list(range(1, len(ranks) + 1))
+        devices = {
+            r.device_type: r.request_count
+            for r in spark.sql(
+                f"SELECT device_type, request_count FROM nginx_logs.daily_top_devices "
+                f"WHERE date = DATE'{day}'"
+            ).collect()
+        }
+        assert devices == {k: v for k, v in truth["device_types"].items() if v}, day
+
+
+def test_weekly_tops_match_ground_truth(spark, new_year) -> None:  # type: ignore[no-untyped-def]
+    for key, truth in new_year["weeks"].items():
+        start = truth["week_start"]
+        if truth["days"] < 7:
+            continue  # a partial week also holds other tests' days; full weeks only
+        ips = [
+            [r.ip_address, r.request_count]
+            for r in spark.sql(
+                f"SELECT ip_address, request_count FROM nginx_logs.weekly_top_ips "
+                f"WHERE week_start_date = DATE'{start}' ORDER BY rank"
+            ).collect()
+        ]
+        assert ips == truth["top_ips"][:TOP], key
+        devices = {
+            r.device_type: r.request_count
+            for r in spark.sql(
+                f"SELECT device_type, request_count FROM nginx_logs.weekly_top_devices "
+                f"WHERE week_start_date = DATE'{start}'"
+            ).collect()
+        }
+        assert devices == {k: v for k, v in truth["device_types"].items() if v}, key
+
+
+def test_iso_weeks_across_the_new_year(spark, new_year) -> None:  # type: ignore[no-untyped-def]
+    rows = {
+        str(r.week_start_date): (r.year, r.week_of_year, r.week_year, str(r.week_end_date))
+        for r in spark.sql(
+            "SELECT * FROM nginx_logs.weekly_analytics WHERE week_start_date "
+            "BETWEEN DATE'2024-12-23' AND DATE'2025-01-06' ORDER BY year, week_of_year"
+        ).collect()
+    }
+    assert rows["2024-12-23"] == (2024, 52, 2024, "2024-12-29")
+    assert rows["2024-12-30"] == (2025, 1, 2025, "2025-01-05")
+    assert rows["2025-01-06"] == (2025, 2, 2025, "2025-01-12")
+    w1 = spark.sql(
+        "SELECT total_requests, busiest_day FROM nginx_logs.weekly_analytics "
+        "WHERE week_start_date = DATE'2024-12-30'"
+    ).collect()[0]
+    assert w1.total_requests == new_year["weeks"]["2025-W01"]["valid"]
+    assert dt.date(2024, 12, 30) <= w1.busiest_day <= dt.date(2025, 1, 5)
+
+
+def snapshots(spark, table: str) -> list[Any]:  # type: ignore[no-untyped-def]
+    return spark.sql(
+        f"SELECT snapshot_id, summary FROM {table}.snapshots ORDER BY committed_at"
+    ).collect()
+
+
+TABLES = [
+    an.DAILY_TOP_IPS,
+    an.DAILY_TOP_DEVICES,
+    an.WEEKLY_TOP_IPS,
+    an.WEEKLY_TOP_DEVICES,
+    an.WEEKLY_ANALYTICS,
+]
+
+
+def test_rerun_with_nothing_new_changes_nothing(spark, new_year) -> None:  # type: ignore[no-untyped-def]
+    before = {t: len(snapshots(spark, t)) for t in TABLES}
+    data = {t: spark.table(t).drop("processed_timestamp").collect() for t in TABLES}
+    result = an.analytics(spark, an.AnalyticsConfig(top_n=TOP))
+    assert result["days"] == []
+    assert {t: len(snapshots(spark, t)) for t in TABLES} == before
+    for t in TABLES:
+        assertDataFrameEqual(spark.table(t).drop("processed_timestamp").collect(), data[t])
+
+
+@pytest.mark.slow
+def test_adding_a_day_rewrites_only_that_day_and_week(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    history = tmp_path / "history"
+    generate(history, 41, "2023-03-01", "2023-03-30", files=30, lines=800)
+    run_ingest(spark, history)
+    an.analytics(spark, an.AnalyticsConfig(top_n=TOP))
+    before = {t: len(snapshots(spark, t)) for t in TABLES}
+
+    extra = tmp_path / "extra"
+    generate(extra, 42, "2023-03-31", "2023-03-31", files=1, lines=800)
+    run_ingest(spark, extra)
+    result = an.analytics(spark, an.AnalyticsConfig(top_n=TOP))
+    assert result["days"] == [dt.date(2023, 3, 31)]
+    assert result["weeks"] == [dt.date(2023, 3, 27)]
+    for t in TABLES:
+        snaps = snapshots(spark, t)
+        assert len(snaps) == before[t] + 1, t
+        assert snaps[-1].summary["changed-partition-count"] == "1", t
+
+    # The incremental result equals a full recompute of the same days and weeks.
+    logs = spark.table("nginx_logs.access_logs").where(
+        "date BETWEEN DATE'2023-02-27' AND DATE'2023-04-02'"
+    )
+    days = "date BETWEEN DATE'2023-03-01' AND DATE'2023-03-31'"
+    weeks = "week_start_date BETWEEN DATE'2023-02-27' AND DATE'2023-03-27'"
+    for table, full, where in (
+        (an.DAILY_TOP_IPS, an.daily_top_ips(logs, TOP), days),
+        (an.DAILY_TOP_DEVICES, an.daily_top_devices(logs, TOP), days),
+        (an.WEEKLY_TOP_IPS, an.weekly_top_ips(logs, TOP), weeks),
+        (an.WEEKLY_TOP_DEVICES, an.weekly_top_devices(logs, TOP), weeks),
+        (an.WEEKLY_ANALYTICS, an.weekly_summary(logs), weeks),
+    ):
+        stored = spark.table(table).where(where).drop("processed_timestamp")
+        assertDataFrameEqual(stored, full.where(where).select(*stored.columns))
