@@ -319,7 +319,7 @@ def analytics(spark: SparkSession, cfg: AnalyticsConfig) -> dict[str, object]:
     days = {d for d in days if d is not None}
     weeks = {iso_week_start(d) for d in days}
     if days:
-        logs = spark.table(tables.ACCESS_LOGS)
+        logs = spark.table(qualified(spark, tables.ACCESS_LOGS))
         day_logs = logs.where(_in("date", days))
         all_week_days = {w + dt.timedelta(days=i) for w in weeks for i in range(7)}
         week_logs = logs.where(_in("date", all_week_days))

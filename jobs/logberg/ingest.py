@@ -24,6 +24,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -33,6 +34,9 @@ from logberg import tables
 from logberg.errors import ConfigError
 from logberg.parse import enrich, parse_lines
 from logberg.tables import qualified
+
+if TYPE_CHECKING:
+    from logberg.stream import FollowConfig
 
 ONE_FILE_PER_SPLIT = str(1 << 40)  # each file is read whole by one task: exact line numbers
 DT_RE = re.compile(r"/dt=(\d{4}-\d{2}-\d{2})/")
@@ -46,6 +50,7 @@ class IngestConfig:
     max_bytes_per_commit: int = 2 << 30
     verify: bool = True
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
+    follow: FollowConfig | None = None  # --follow: continuous ingest (logberg.stream)
 
 
 def default_landing() -> str:
@@ -89,6 +94,9 @@ def parse_args(argv: Sequence[str]) -> IngestConfig:
         action="store_false",
         help="skip the post-commit row-count check",
     )
+    from logberg import stream
+
+    stream.add_follow_args(p)
     a = p.parse_args(list(argv))
     inputs = a.input or [default_landing()]
     for uri in inputs:
@@ -102,6 +110,7 @@ def parse_args(argv: Sequence[str]) -> IngestConfig:
         full=a.full,
         max_bytes_per_commit=a.max_bytes_per_commit,
         verify=a.verify,
+        follow=stream.follow_config(a),
     )
 
 
@@ -426,6 +435,10 @@ def main(argv: Sequence[str]) -> int:
     from logberg.session import build_session
 
     cfg = parse_args(argv)
+    if cfg.follow is not None:
+        from logberg import stream
+
+        return stream.main(cfg)
     spark = build_session("logberg-ingest")
     ingest(spark, cfg)
     return 0

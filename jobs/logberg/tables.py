@@ -63,11 +63,16 @@ def create_ingest_tables(spark: SparkSession) -> None:
             "write.target-file-size-bytes": str(256 * 1024 * 1024),
         }
     )
+    fresh = not spark.catalog.tableExists(qualified(spark, ACCESS_LOGS))
     spark.sql(
         f"""CREATE TABLE IF NOT EXISTS {ACCESS_LOGS} ({ACCESS_LOGS_COLUMNS})
         USING iceberg PARTITIONED BY (date) TBLPROPERTIES ({access_props})"""
     )
-    spark.sql(f"ALTER TABLE {ACCESS_LOGS} WRITE LOCALLY ORDERED BY date, hour, timestamp")
+    if fresh:  # a metadata commit: only once, not on every run
+        spark.sql(
+            f"ALTER TABLE {qualified(spark, ACCESS_LOGS)} "
+            "WRITE LOCALLY ORDERED BY date, hour, timestamp"
+        )
     spark.sql(
         f"""CREATE TABLE IF NOT EXISTS {REJECTS} (
             source_file STRING NOT NULL, line_number BIGINT NOT NULL, raw_line STRING,
