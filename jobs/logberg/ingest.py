@@ -300,22 +300,26 @@ def ingest_batch(
     now = F.current_timestamp()
     parsed = parse_lines(lines).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        per_file = {
-            r.source_file: (int(r.lines), int(r.rejected))
-            for r in parsed.groupBy("source_file")
+        # One job over the cached rows: per-file counts and the UTC days of the good rows.
+        stats = (
+            parsed.groupBy("source_file")
             .agg(
                 F.count("*").alias("lines"),
                 F.count("reject_reason").alias("rejected"),
+                F.collect_set(
+                    F.when(F.col("reject_reason").isNull(), F.to_date("timestamp"))
+                ).alias("dates"),
             )
             .collect()
-        }
+        )
+        per_file = {r.source_file: (int(r.lines), int(r.rejected)) for r in stats}
         res = BatchResult(files=len(batch), bytes=sum(f.size for f in batch))
+        res.dates = {d for r in stats for d in r.dates}
         res.lines = sum(n for n, _ in per_file.values())
         res.rejected = sum(r for _, r in per_file.values())
         res.accepted = res.lines - res.rejected
 
         access = to_access_rows(parsed, now)
-        res.dates = {r.date for r in access.select("date").distinct().collect()}
         if res.dates:
             access.createOrReplaceTempView("logberg_ingest_batch")
             dates = _sql_list([d.isoformat() for d in sorted(res.dates)])
@@ -329,13 +333,16 @@ def ingest_batch(
             to_rejects(parsed, cfg.run_id, now).createOrReplaceTempView("logberg_ingest_rejects")
             spark.sql(
                 f"""MERGE INTO {tables.REJECTS} t USING logberg_ingest_rejects s
-                ON t.source_file = s.source_file AND t.line_number = s.line_number
+                ON t.source_file IN ({_sql_list(uris)})
+                AND t.source_file = s.source_file AND t.line_number = s.line_number
                 WHEN NOT MATCHED THEN INSERT *"""
             )
     finally:
         parsed.unpersist()
 
-    if cfg.verify and res.dates:
+    if cfg.verify and res.dates and added_records(spark, res.snapshot_id) != res.accepted:
+        # The MERGE inserted fewer rows than were read (a re-run after a crash, say):
+        # count what the table holds for these files instead.
         stored = spark.sql(
             f"SELECT COUNT(*) FROM {tables.ACCESS_LOGS} WHERE date IN "
             f"({_sql_list([d.isoformat() for d in sorted(res.dates)])}) "
@@ -361,6 +368,17 @@ def ingest_batch(
         qualified(spark, tables.LEDGER)
     ).append()
     return res
+
+
+def added_records(spark: SparkSession, snapshot_id: int | None) -> int | None:
+    """Rows the given access_logs snapshot added, from its summary (no data scan)."""
+    if snapshot_id is None:
+        return None
+    rows = spark.sql(
+        f"SELECT summary['added-records'] FROM {tables.ACCESS_LOGS}.snapshots "
+        f"WHERE snapshot_id = {snapshot_id}"
+    ).collect()
+    return int(rows[0][0]) if rows and rows[0][0] is not None else None
 
 
 def latest_snapshot(spark: SparkSession, table: str) -> int | None:
