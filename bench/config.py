@@ -1,0 +1,43 @@
+"""Knobs (environment variables) and the dataset sizes for each scale.
+
+BENCH_SCALE    full (default) | small: tiny datasets, for a smoke run of the whole harness
+BENCH_REPEATS  repetitions per figure (default 3 at full scale, 1 at small); median reported
+BENCH_GZIP     1 = gzip the generated logs (default 0: plain .log for both tools)
+BENCH_SKIP     comma list of sections to skip: generator, duckdb, ingest, incremental
+BENCH_RESULTS  where to write the JSON (default bench/results/latest.json)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+DATA = BENCH_DIR / "data"
+SCALE = os.environ.get("BENCH_SCALE", "full").strip().lower() or "full"
+if SCALE not in ("full", "small"):
+    raise SystemExit(f"BENCH_SCALE={SCALE!r}: expected full or small")
+SMALL = SCALE == "small"
+REPEATS = int(os.environ.get("BENCH_REPEATS") or (1 if SMALL else 3))
+GZIP = os.environ.get("BENCH_GZIP", "0").strip().lower() in ("1", "true", "yes")
+SKIP = {s.strip() for s in os.environ.get("BENCH_SKIP", "").split(",") if s.strip()}
+RESULTS = Path(os.environ.get("BENCH_RESULTS") or BENCH_DIR / "results" / "latest.json")
+
+# (num_files, lines_per_file) per scale. Files are read whole, one task each, so the big
+# sets have several files per core.
+SIZES = {
+    "full": {
+        "lines_1m": (4, 250_000),
+        "lines_5m": (10, 500_000),
+        "base_30d": (30, 30_000),
+        "one_day": (1, 30_000),
+        "generator_lines": 1_000_000,
+    },
+    "small": {
+        "lines_1m": (2, 10_000),
+        "lines_5m": (2, 25_000),
+        "base_30d": (30, 200),
+        "one_day": (1, 200),
+        "generator_lines": 50_000,
+    },
+}[SCALE]

@@ -1,0 +1,135 @@
+"""The bench's private LOGBERG_HOME (bench/data/home) with its own metastore on a free port,
+a helper SparkSession for resets and count checks, and `logberg` child processes."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import procs
+from bench.config import DATA
+
+REPO = Path(__file__).resolve().parents[1]
+LOGBERG = str(Path(sys.executable).parent / "logberg")
+# LOGBERG_* variables a caller may set to tune the measured jobs; every other LOGBERG_*
+# variable is dropped so the bench never touches another home, metastore or warehouse.
+PASS_THROUGH = {
+    "LOGBERG_TOOLS",
+    "LOGBERG_SPARK_MASTER",
+    "LOGBERG_DRIVER_MEMORY",
+    "LOGBERG_SHUFFLE_PARTITIONS",
+}
+
+INGEST_RE = re.compile(
+    r"ingest \S+: files=(?P<files>\d+) .*?lines_read=(?P<lines>\d+) accepted=(?P<accepted>\d+) "
+    r"rejected=(?P<rejected>\d+) .*?days=(?P<days>\d+) .*?duration=(?P<duration>[\d.]+)s"
+)
+ANALYTICS_RE = re.compile(
+    r"analytics: days=(?P<days>\d+) weeks=(?P<weeks>\d+) .*?duration=(?P<duration>[\d.]+)s"
+)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Lakehouse:
+    def __init__(self, home: Path | None = None) -> None:
+        self.home = (home or DATA / "home").resolve()
+        self.port = free_port()
+        self.env = {
+            k: v for k, v in os.environ.items() if not k.startswith("LOGBERG_") or k in PASS_THROUGH
+        }
+        self.env.update({"LOGBERG_HOME": str(self.home), "LOGBERG_METASTORE_PORT": str(self.port)})
+        self._spark: Any = None
+        self.settings: Any = None
+
+    # ---- lifecycle --------------------------------------------------------------------
+
+    def up(self) -> float:
+        """Start the metastore (after stopping one a crashed run left); returns seconds."""
+        for k in [k for k in os.environ if k.startswith("LOGBERG_") and k not in PASS_THROUGH]:
+            del os.environ[k]
+        os.environ.update(self.env)
+        from logberg import local
+        from logberg.settings import LocalSettings
+
+        self.settings = LocalSettings.from_env()
+        local.down(self.settings)  # only what runs under this home, by its pid file
+        t0 = time.perf_counter()
+        local.up(self.settings)
+        return time.perf_counter() - t0
+
+    def down(self) -> None:
+        from logberg import local
+
+        if self._spark is not None:
+            try:
+                self._spark.stop()
+            finally:
+                self._spark = None
+        if self.settings is not None:
+            local.down(self.settings)
+
+    @property
+    def spark(self) -> Any:
+        """The helper session (started on first use): resets and checks, never timed."""
+        if self._spark is None:
+            from logberg.session import build_session
+
+            self._spark = build_session("logberg-bench-helper")
+        return self._spark
+
+    # ---- state ----------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """An empty warehouse: drop (PURGE) every table of nginx_logs and the namespace."""
+        from logberg.session import CATALOG, DATABASE
+
+        spark = self.spark
+        if spark.sql(f"SHOW NAMESPACES IN {CATALOG} LIKE '{DATABASE}'").count():
+            for row in spark.sql(f"SHOW TABLES IN {CATALOG}.{DATABASE}").collect():
+                spark.sql(f"DROP TABLE IF EXISTS {CATALOG}.{DATABASE}.{row.tableName} PURGE")
+            spark.sql(f"DROP NAMESPACE IF EXISTS {CATALOG}.{DATABASE}")
+        shutil.rmtree(self.home / "warehouse" / f"{DATABASE}.db", ignore_errors=True)
+
+    def table_counts(self) -> dict[str, int]:
+        from logberg import tables
+
+        return {
+            "access_logs": int(
+                self.spark.sql(f"SELECT count(*) FROM {tables.ACCESS_LOGS}").first()[0]
+            ),
+            "rejects": int(self.spark.sql(f"SELECT count(*) FROM {tables.REJECTS}").first()[0]),
+        }
+
+    # ---- the measured commands --------------------------------------------------------
+
+    def logberg(self, *args: str) -> procs.ProcResult:
+        return procs.run([LOGBERG, *args], env=self.env, cwd=REPO)
+
+    def ingest(self, uri: str) -> tuple[procs.ProcResult, dict[str, float]]:
+        r = self.logberg("ingest", "--input", uri).check("logberg ingest")
+        m = INGEST_RE.search(r.stdout)
+        if not m:
+            raise RuntimeError(f"logberg ingest printed no summary line:\n{r.stdout[-2000:]}")
+        return r, {k: float(v) for k, v in m.groupdict().items()}
+
+    def analytics(self) -> tuple[procs.ProcResult, dict[str, float]]:
+        r = self.logberg("analytics").check("logberg analytics")
+        m = ANALYTICS_RE.search(r.stdout)
+        if not m:
+            raise RuntimeError(f"logberg analytics printed no summary line:\n{r.stdout[-2000:]}")
+        return r, {k: float(v) for k, v in m.groupdict().items()}
+
+    def has_follow(self) -> bool:
+        r = self.logberg("ingest", "--help")
+        return r.returncode == 0 and "--follow" in r.stdout

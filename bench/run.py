@@ -1,0 +1,484 @@
+"""The benchmark run behind `make bench`. See bench/README.md for what each figure means."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import config, datasets, procs
+from bench.config import DATA, REPEATS, SIZES, SKIP
+from bench.datasets import Dataset, Spec
+from bench.lakehouse import Lakehouse
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class CorrectnessError(RuntimeError):
+    pass
+
+
+def log(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def median(xs: list[float]) -> float | None:
+    return round(statistics.median(xs), 3) if xs else None
+
+
+def rate(lines: int, seconds: float | None) -> float | None:
+    return round(lines / seconds, 1) if seconds else None
+
+
+# ---- datasets --------------------------------------------------------------------------
+
+
+def specs() -> dict[str, Any]:
+    f1, l1 = SIZES["lines_1m"]
+    f5, l5 = SIZES["lines_5m"]
+    f30, l30 = SIZES["base_30d"]
+    fd, ld = SIZES["one_day"]
+    days = [dt.date(2025, 3, 5) + dt.timedelta(days=i) for i in range(REPEATS)]
+    return {
+        "lines_1m": Spec("lines_1m", f1, l1, "2025-01-06", "2025-01-12", seed=101),
+        "lines_5m": Spec("lines_5m", f5, l5, "2025-01-06", "2025-01-12", seed=105),
+        "base_30d": Spec("base_30d", f30, l30, "2025-02-03", "2025-03-04", seed=130),
+        "days": [
+            Spec(f"day_{d.isoformat()}", fd, ld, d.isoformat(), d.isoformat(), seed=131 + i)
+            for i, d in enumerate(days)
+        ],
+    }
+
+
+def prepare(sp: dict[str, Any]) -> dict[str, Any]:
+    base = DATA / "datasets" / config.SCALE
+    out: dict[str, Any] = {}
+    for key, spec in sp.items():
+        if isinstance(spec, list):
+            out[key] = [datasets.ensure(s, base) for s in spec]
+        else:
+            out[key] = datasets.ensure(spec, base)
+    return out
+
+
+def describe(ds: Dataset) -> dict[str, Any]:
+    return {
+        "path": str(ds.landing),
+        "files": ds.spec.num_files,
+        "lines": ds.lines,
+        "valid": ds.valid,
+        "malformed": ds.malformed,
+        "bytes": ds.bytes,
+        "dates": f"{ds.spec.start_date}..{ds.spec.end_date}",
+        "seed": ds.spec.seed,
+        "generated_s": None if ds.generated_s is None else round(ds.generated_s, 2),
+    }
+
+
+# ---- sections --------------------------------------------------------------------------
+
+
+def bench_generator() -> dict[str, Any]:
+    from generator import bench_lines_per_second
+
+    n = SIZES["generator_lines"]
+    walls, per_core = [], []
+    for i in range(REPEATS):
+        r0 = resource.getrusage(resource.RUSAGE_SELF)
+        t0 = time.perf_counter()
+        lps = bench_lines_per_second(n, gzip=config.GZIP)
+        wall = time.perf_counter() - t0
+        r1 = resource.getrusage(resource.RUSAGE_SELF)
+        cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+        walls.append(round(lps, 1))
+        per_core.append(round(n / cpu, 1) if cpu else lps)
+        log(
+            f"generator {i + 1}/{REPEATS}: {lps:,.0f} lines/s wall, {per_core[-1]:,.0f} per CPU-s "
+            f"({wall:.1f}s, cpu {cpu:.1f}s)"
+        )
+    return {
+        "lines": n,
+        "gzip": config.GZIP,
+        "lines_per_s_runs": walls,
+        "lines_per_cpu_s_runs": per_core,
+        "lines_per_s": median(walls),
+        "lines_per_s_per_core": median(per_core),
+    }
+
+
+def bench_duckdb(ds: Dataset) -> dict[str, Any]:
+    out_dir = DATA / "duckdb-out" / ds.spec.name
+    runs = []
+    for i in range(REPEATS):
+        r = procs.run(
+            [
+                sys.executable,
+                str(REPO / "bench" / "duckdb_ingest.py"),
+                "--input",
+                str(ds.landing),
+                "--output",
+                str(out_dir),
+            ],
+            cwd=REPO,
+        ).check("duckdb_ingest")
+        summary = json.loads(r.stdout.strip().splitlines()[-1])
+        if (summary["kept"], summary["rejected"]) != (ds.valid, ds.malformed):
+            raise CorrectnessError(
+                f"duckdb baseline on {ds.spec.name}: kept/rejected {summary['kept']}/"
+                f"{summary['rejected']} != manifest valid/malformed {ds.valid}/{ds.malformed}"
+            )
+        runs.append(
+            {
+                "wall_s": round(r.wall_s, 3),
+                "in_process_s": summary["seconds"],
+                "parse_s": summary["parse_s"],
+                "write_s": summary["write_s"],
+                "kept": summary["kept"],
+                "rejected": summary["rejected"],
+                "peak_rss_mb": r.peak_tree_rss_mb,
+            }
+        )
+        log(
+            f"duckdb {ds.spec.name} {i + 1}/{REPEATS}: {r.wall_s:.1f}s whole process "
+            f"({summary['seconds']:.1f}s in process), peak {r.peak_tree_rss_mb:.0f} MB"
+        )
+    wall = median([r["wall_s"] for r in runs])
+    return {
+        "runs": runs,
+        "wall_s": wall,
+        "in_process_s": median([r["in_process_s"] for r in runs]),
+        "lines_per_s": rate(ds.lines, wall),
+        "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
+    }
+
+
+def check_ingest(what: str, summary: dict[str, float], valid: int, malformed: int) -> None:
+    got = (int(summary["accepted"]), int(summary["rejected"]))
+    if got != (valid, malformed):
+        raise CorrectnessError(
+            f"{what}: logberg ingest accepted/rejected {got[0]}/{got[1]} != generator manifest "
+            f"valid/malformed {valid}/{malformed}"
+        )
+
+
+def check_tables(lh: Lakehouse, what: str, valid: int, malformed: int) -> None:
+    counts = lh.table_counts()
+    if (counts["access_logs"], counts["rejects"]) != (valid, malformed):
+        raise CorrectnessError(
+            f"{what}: tables hold {counts['access_logs']} rows / {counts['rejects']} rejects, "
+            f"manifest says {valid} / {malformed}"
+        )
+
+
+def ingest_and_analytics(
+    lh: Lakehouse, ds: Dataset, what: str, analytics: bool = True
+) -> dict[str, Any]:
+    ri, si = lh.ingest(ds.uri)
+    check_ingest(what, si, ds.valid, ds.malformed)
+    out: dict[str, Any] = {
+        "ingest_wall_s": round(ri.wall_s, 3),
+        "ingest_session_s": si["duration"],
+        "ingest_peak_rss_mb": ri.peak_tree_rss_mb,
+        "ingest_peak_proc_hwm_mb": ri.peak_proc_hwm_mb,
+        "accepted": int(si["accepted"]),
+        "rejected": int(si["rejected"]),
+        "days": int(si["days"]),
+    }
+    if not analytics:
+        return out
+    ra, sa = lh.analytics()
+    return out | {
+        "analytics_wall_s": round(ra.wall_s, 3),
+        "analytics_session_s": sa["duration"],
+        "analytics_days": int(sa["days"]),
+        "analytics_weeks": int(sa["weeks"]),
+        "analytics_peak_rss_mb": ra.peak_tree_rss_mb,
+    }
+
+
+def bench_ingest(lh: Lakehouse, ds: Dataset, analytics: bool) -> dict[str, Any]:
+    runs = []
+    for i in range(REPEATS):
+        lh.reset()
+        r = ingest_and_analytics(lh, ds, f"{ds.spec.name} run {i + 1}", analytics)
+        check_tables(lh, f"{ds.spec.name} run {i + 1}", ds.valid, ds.malformed)
+        runs.append(r)
+        log(
+            f"logberg {ds.spec.name} {i + 1}/{REPEATS}: ingest {r['ingest_wall_s']:.1f}s whole "
+            f"process ({r['ingest_session_s']:.1f}s after session start), peak "
+            f"{r['ingest_peak_rss_mb']:.0f} MB"
+            + (
+                f"; analytics {r['analytics_wall_s']:.1f}s ({r['analytics_session_s']:.1f}s)"
+                if analytics
+                else ""
+            )
+        )
+    wall = median([r["ingest_wall_s"] for r in runs])
+    session = median([r["ingest_session_s"] for r in runs])
+    return {
+        "runs": runs,
+        "ingest_wall_s": wall,
+        "ingest_session_s": session,
+        "ingest_startup_and_exit_s": round(wall - session, 3) if wall and session else None,
+        "lines_per_s": rate(ds.lines, wall),
+        "lines_per_s_after_session_start": rate(ds.lines, session),
+        "analytics_wall_s": median([r["analytics_wall_s"] for r in runs if analytics]),
+        "analytics_session_s": median([r["analytics_session_s"] for r in runs if analytics]),
+        "peak_rss_mb": max(r["ingest_peak_rss_mb"] for r in runs),
+        "peak_proc_hwm_mb": max(r["ingest_peak_proc_hwm_mb"] for r in runs),
+    }
+
+
+def bench_incremental(lh: Lakehouse, base: Dataset, days: list[Dataset]) -> dict[str, Any]:
+    lh.reset()
+    t0 = time.perf_counter()
+    setup = ingest_and_analytics(lh, base, "base_30d")
+    log(f"incremental: 30-day base ingested and analysed in {time.perf_counter() - t0:.1f}s")
+    valid, malformed = base.valid, base.malformed
+    to_30 = []
+    for i, day in enumerate(days):
+        r = ingest_and_analytics(lh, day, f"{day.spec.name} onto {30 + i} days")
+        valid, malformed = valid + day.valid, malformed + day.malformed
+        check_tables(lh, f"{day.spec.name} onto {30 + i} days", valid, malformed)
+        r["total"] = round(r["ingest_wall_s"] + r["analytics_wall_s"], 3)
+        r["total_session"] = round(r["ingest_session_s"] + r["analytics_session_s"], 3)
+        r["days_before"] = 30 + i
+        to_30.append(r)
+        log(
+            f"incremental: +{day.spec.start_date} onto {30 + i} days: {r['total']:.1f}s "
+            f"(in session {r['total_session']:.1f}s)"
+        )
+    to_0 = []
+    for day in days:
+        lh.reset()
+        r = ingest_and_analytics(lh, day, f"{day.spec.name} onto empty")
+        check_tables(lh, f"{day.spec.name} onto empty", day.valid, day.malformed)
+        r["total"] = round(r["ingest_wall_s"] + r["analytics_wall_s"], 3)
+        r["total_session"] = round(r["ingest_session_s"] + r["analytics_session_s"], 3)
+        to_0.append(r)
+        log(
+            f"incremental: +{day.spec.start_date} onto empty: {r['total']:.1f}s "
+            f"(in session {r['total_session']:.1f}s)"
+        )
+    m30 = median([r["total"] for r in to_30])
+    m0 = median([r["total"] for r in to_0])
+    s30 = median([r["total_session"] for r in to_30])
+    s0 = median([r["total_session"] for r in to_0])
+    return {
+        "base": setup,
+        "add_day_to_30_runs": to_30,
+        "add_day_to_0_runs": to_0,
+        "add_day_to_30_s": m30,
+        "add_day_to_0_s": m0,
+        "incremental_ratio": round(m30 / m0, 3) if m30 and m0 else None,
+        "add_day_to_30_session_s": s30,
+        "add_day_to_0_session_s": s0,
+        "incremental_ratio_in_session": round(s30 / s0, 3) if s30 and s0 else None,
+    }
+
+
+# ---- report ----------------------------------------------------------------------------
+
+
+def machine_info() -> dict[str, Any]:
+    def sh(cmd: list[str]) -> str:
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+            return (r.stdout + r.stderr).strip()
+        except OSError:
+            return ""
+
+    cpu = next(
+        (
+            ln.split(":", 1)[1].strip()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if ln.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    mem_kb = next(
+        int(ln.split()[1])
+        for ln in Path("/proc/meminfo").read_text().splitlines()
+        if ln.startswith("MemTotal:")
+    )
+    import duckdb
+    import pyspark
+
+    from logberg.versions import pins
+
+    p = pins()
+    return {
+        "hostname": platform.node(),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "mem_gb": round(mem_kb / 1024 / 1024, 1),
+        "loadavg_start": os.getloadavg(),
+        "python": platform.python_version(),
+        "java": sh(["java", "-version"]).splitlines()[0] if sh(["java", "-version"]) else None,
+        "pyspark": pyspark.__version__,
+        "iceberg": getattr(p, "iceberg", None),
+        "duckdb": duckdb.__version__,
+        "git_commit": sh(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"]),
+        "git_dirty": bool(sh(["git", "-C", str(REPO), "status", "--porcelain", "--", "jobs"])),
+        "spark_env": {
+            k: v
+            for k, v in os.environ.items()
+            if k in ("LOGBERG_SPARK_MASTER", "LOGBERG_DRIVER_MEMORY", "LOGBERG_SHUFFLE_PARTITIONS")
+        },
+    }
+
+
+def table(res: dict[str, Any]) -> str:
+    def f(v: Any, fmt: str = "{:,.1f}") -> str:
+        return "n/a" if v is None else fmt.format(v)
+
+    rows = [
+        ("lines (main figure)", f(res["lines"], "{:,}")),
+        ("duckdb lines/s (whole process, 5M)", f(res["duckdb_lines_per_s"], "{:,.0f}")),
+        ("logberg ingest lines/s (whole process, 5M)", f(res["ingest_lines_per_s"], "{:,.0f}")),
+        ("ratio vs duckdb (throughput, >1 = faster)", f(res["ratio_vs_duckdb"], "{:.2f}")),
+        (
+            "ingest lines/s after session start (5M)",
+            f(res.get("ingest_lines_per_s_after_session_start"), "{:,.0f}"),
+        ),
+        ("analytics s (whole process, after 5M)", f(res["analytics_s"], "{:.1f}")),
+        ("incremental ratio (+1 day onto 30 / onto 0)", f(res["incremental_ratio"], "{:.2f}")),
+        ("generator lines/s per core", f(res["generator_lines_per_s_per_core"], "{:,.0f}")),
+        ("peak RSS MB (ingest tree, 5M)", f(res["peak_rss_mb"], "{:,.0f}")),
+        (
+            "streaming latency s",
+            "not measured"
+            if res["streaming_latency_s"] is None
+            else f(res["streaming_latency_s"], "{:.1f}"),
+        ),
+    ]
+    w = max(len(a) for a, _ in rows)
+    lines = [f"{'figure':<{w}}  value", f"{'-' * w}  {'-' * 14}"]
+    lines += [f"{a:<{w}}  {b}" for a, b in rows]
+    per = res.get("per_dataset", {})
+    if per:
+        lines.append("")
+        lines.append(
+            f"{'dataset':<10} {'lines':>10} {'duckdb s':>9} {'ingest s':>9} "
+            f"{'in-session':>10} {'analytics s':>11} {'ingest MB':>9}"
+        )
+        for name, d in per.items():
+            lines.append(
+                f"{name:<10} {d['lines']:>10,} {f(d.get('duckdb_wall_s')):>9} "
+                f"{f(d.get('ingest_wall_s')):>9} {f(d.get('ingest_session_s')):>10} "
+                f"{f(d.get('analytics_wall_s')):>11} {f(d.get('ingest_peak_rss_mb'), '{:,.0f}'):>9}"
+            )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    started = time.perf_counter()
+    res: dict[str, Any] = {
+        "scale": config.SCALE,
+        "repeats": REPEATS,
+        "gzip": config.GZIP,
+        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "machine": machine_info(),
+    }
+    log(f"scale={config.SCALE} repeats={REPEATS} gzip={config.GZIP} skip={sorted(SKIP) or '-'}")
+    sp = specs()
+    log("datasets: generating what is not cached under bench/data/datasets ...")
+    ds = prepare(sp)
+    res["datasets"] = {
+        k: ([describe(d) for d in v] if isinstance(v, list) else describe(v)) for k, v in ds.items()
+    }
+    main_ds: Dataset = ds["lines_5m"]
+    res["lines"] = main_ds.lines
+
+    res["generator"] = None if "generator" in SKIP else bench_generator()
+
+    res["duckdb"] = {}
+    if "duckdb" not in SKIP:
+        for key in ("lines_1m", "lines_5m"):
+            res["duckdb"][key] = bench_duckdb(ds[key])
+
+    res["logberg"] = {}
+    res["incremental"] = None
+    res["streaming"] = None
+    lh = Lakehouse()
+    failed: BaseException | None = None
+    try:
+        if not {"ingest", "incremental"} <= SKIP:
+            took = lh.up()
+            log(f"metastore up on port {lh.port} ({took:.1f}s), home {lh.home}")
+            if lh.has_follow():
+                res["streaming"] = {"note": "logberg ingest --follow exists; not yet measured"}
+            if "ingest" not in SKIP:
+                # analytics is timed after the 5M ingest only (the time budget of `make bench`)
+                for key in ("lines_1m", "lines_5m"):
+                    res["logberg"][key] = bench_ingest(lh, ds[key], analytics=key == "lines_5m")
+            if "incremental" not in SKIP:
+                res["incremental"] = bench_incremental(lh, ds["base_30d"], ds["days"])
+            lh.reset()
+    except BaseException as e:  # reported after the cleanup below; exit status 1
+        failed = e
+    finally:
+        lh.down()
+        log("metastore stopped")
+
+    d5 = res["duckdb"].get("lines_5m", {})
+    l5 = res["logberg"].get("lines_5m", {})
+    inc = res["incremental"] or {}
+    res.update(
+        {
+            "duckdb_lines_per_s": d5.get("lines_per_s"),
+            "ingest_lines_per_s": l5.get("lines_per_s"),
+            "ingest_lines_per_s_after_session_start": l5.get("lines_per_s_after_session_start"),
+            "ratio_vs_duckdb": (
+                round(l5["lines_per_s"] / d5["lines_per_s"], 3)
+                if l5.get("lines_per_s") and d5.get("lines_per_s")
+                else None
+            ),
+            "analytics_s": l5.get("analytics_wall_s"),
+            "analytics_session_s": l5.get("analytics_session_s"),
+            "incremental_ratio": inc.get("incremental_ratio"),
+            "incremental_ratio_in_session": inc.get("incremental_ratio_in_session"),
+            "generator_lines_per_s_per_core": (res["generator"] or {}).get("lines_per_s_per_core"),
+            "peak_rss_mb": l5.get("peak_rss_mb"),
+            "duckdb_peak_rss_mb": d5.get("peak_rss_mb"),
+            "streaming_latency_s": None,
+            "streaming_note": "not measured: `logberg ingest --follow` does not exist yet"
+            if res["streaming"] is None
+            else res["streaming"]["note"],
+        }
+    )
+    res["per_dataset"] = {
+        key: {
+            "lines": ds[key].lines,
+            "duckdb_wall_s": res["duckdb"].get(key, {}).get("wall_s"),
+            "ingest_wall_s": res["logberg"].get(key, {}).get("ingest_wall_s"),
+            "ingest_session_s": res["logberg"].get(key, {}).get("ingest_session_s"),
+            "analytics_wall_s": res["logberg"].get(key, {}).get("analytics_wall_s"),
+            "ingest_peak_rss_mb": res["logberg"].get(key, {}).get("peak_rss_mb"),
+        }
+        for key in ("lines_1m", "lines_5m")
+    }
+    res["machine"]["loadavg_end"] = os.getloadavg()
+    res["total_s"] = round(time.perf_counter() - started, 1)
+    res["ok"] = failed is None
+    if failed is not None:
+        res["error"] = f"{type(failed).__name__}: {failed}"
+    config.RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    config.RESULTS.write_text(json.dumps(res, indent=2, default=str) + "\n")
+    if failed is not None:
+        log(f"FAILED: {res['error']}")
+        log(f"partial results in {config.RESULTS}")
+        return 1
+    print()
+    print(table(res))
+    print()
+    log(f"wrote {config.RESULTS} in {res['total_s']:.0f}s")
+    return 0
