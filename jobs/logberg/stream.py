@@ -140,13 +140,14 @@ def batch_run_id(query_id: str, batch_id: int) -> str:
     return f"s{hashlib.sha1(query_id.encode()).hexdigest()[:8]}-{batch_id:08d}"
 
 
-def batch_files(batch: DataFrame) -> DataFrame:
-    """The distinct files of a micro-batch with their size and modification time."""
-    return batch.select(
+def file_columns(lines: DataFrame) -> DataFrame:
+    """Each line's file, size and modification time (taken in the streaming plan: the
+    micro-batch DataFrame no longer carries `_metadata`)."""
+    return lines.select(
         F.col("_metadata.file_path").alias("uri"),
         F.col("_metadata.file_size").alias("size"),
         F.col("_metadata.file_modification_time").alias("modified"),
-    ).distinct()
+    )
 
 
 def split_by_ledger(
@@ -331,7 +332,7 @@ def ingest_files(
 
 
 def source(spark: SparkSession, cfg: IngestConfig, follow: FollowConfig) -> DataFrame:
-    """New .log/.gz files under every --input prefix, as a streaming text DataFrame."""
+    """New .log/.gz files under every --input prefix: a stream of (uri, size, modified)."""
     frames = []
     for uri in cfg.inputs:
         reader = (
@@ -343,7 +344,7 @@ def source(spark: SparkSession, cfg: IngestConfig, follow: FollowConfig) -> Data
             reader = reader.option("maxBytesPerTrigger", str(follow.max_bytes_per_trigger))
         elif follow.max_files_per_trigger is not None:
             reader = reader.option("maxFilesPerTrigger", str(follow.max_files_per_trigger))
-        frames.append(reader.load(uri))
+        frames.append(file_columns(reader.load(uri)))
     out = frames[0]
     for f in frames[1:]:
         out = out.unionByName(f)
@@ -384,7 +385,7 @@ def follow(spark: SparkSession, cfg: IngestConfig) -> int:
         session = batch.sparkSession
         files = [
             ingest.InputFile(str(r.uri), int(r.size), r.modified)
-            for r in batch_files(batch).collect()
+            for r in batch.distinct().collect()
             if keep(str(r.uri), cfg.since)
         ]
         files.sort(key=lambda f: f.uri)
