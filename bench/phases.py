@@ -153,8 +153,8 @@ def ingest_timed(spark: Any, uri: str, variant: str) -> dict[str, float]:
             [
                 (
                     cfg.run_id,
-                    dt.datetime.now(dt.UTC),
-                    dt.datetime.now(dt.UTC),
+                    dt.datetime.now(dt.timezone.utc),
+                    dt.datetime.now(dt.timezone.utc),
                     len(todo),
                     0,
                     total_acc,

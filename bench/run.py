@@ -385,7 +385,7 @@ def main() -> int:
         "scale": config.SCALE,
         "repeats": REPEATS,
         "gzip": config.GZIP,
-        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "machine": machine_info(),
     }
     log(f"scale={config.SCALE} repeats={REPEATS} gzip={config.GZIP} skip={sorted(SKIP) or '-'}")

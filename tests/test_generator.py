@@ -26,7 +26,7 @@ import pytest
 from generator import __version__
 from generator.cli import main
 from generator.progress import Progress
-from tests.test_generator_agents import BOT
+from tests.test_generator_agents import rule_label as device_of
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -44,21 +44,6 @@ REQUEST = re.compile(
 
 DEVICES = ("desktop", "mobile", "tablet", "bot", "other")
 FORMATS = ("combined", "main")
-
-
-def device_of(ua: str) -> str:
-    """The ingest's device-class rules, written independently of the generator."""
-    u = ua.lower()
-    if BOT.search(u):
-        return "bot"
-    android = "android" in u
-    if "ipad" in u or "kindle" in u or "silk/" in u or (android and "mobile" not in u):
-        return "tablet"
-    if "iphone" in u or "ipod" in u or (android and "mobile" in u) or "windows phone" in u:
-        return "mobile"
-    if re.search(r"windows|macintosh|x11|cros", u):
-        return "desktop"
-    return "other"
 
 
 @dataclass

@@ -305,7 +305,7 @@ def _write(spark: SparkSession, df: DataFrame, table: str) -> None:
 
 def analytics(spark: SparkSession, cfg: AnalyticsConfig) -> dict[str, object]:
     t0 = time.monotonic()
-    started = dt.datetime.now(dt.UTC)
+    started = dt.datetime.now(dt.timezone.utc)
     tables.create_ingest_tables(spark)
     create_tables(spark, cfg.exclude_bots)
     run_ids, days = pending_ingest_days(spark)
@@ -340,7 +340,7 @@ def analytics(spark: SparkSession, cfg: AnalyticsConfig) -> dict[str, object]:
                 (
                     uuid.uuid4().hex[:16],
                     started,
-                    dt.datetime.now(dt.UTC),
+                    dt.datetime.now(dt.timezone.utc),
                     run_ids,
                     sorted(days),
                     sorted(weeks),

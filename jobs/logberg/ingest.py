@@ -391,7 +391,7 @@ def latest_snapshot(spark: SparkSession, table: str) -> int | None:
 
 
 def ingest(spark: SparkSession, cfg: IngestConfig) -> BatchResult:
-    started = dt.datetime.now(dt.UTC)
+    started = dt.datetime.now(dt.timezone.utc)
     t0 = time.monotonic()
     tables.create_ingest_tables(spark)
     files = list_inputs(spark, cfg)
@@ -426,7 +426,7 @@ def ingest(spark: SparkSession, cfg: IngestConfig) -> BatchResult:
             (
                 cfg.run_id,
                 started,
-                dt.datetime.now(dt.UTC),
+                dt.datetime.now(dt.timezone.utc),
                 total.files,
                 total.lines,
                 total.accepted,

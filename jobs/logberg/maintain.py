@@ -151,7 +151,7 @@ def parse_timestamp(value: str) -> dt.datetime:
         ts = dt.datetime.fromisoformat(value)
     except ValueError:
         raise ConfigError(f"--to-timestamp {value!r}: expected an ISO timestamp") from None
-    return ts.astimezone(dt.UTC).replace(tzinfo=None) if ts.tzinfo else ts
+    return ts.astimezone(dt.timezone.utc).replace(tzinfo=None) if ts.tzinfo else ts
 
 
 def parse_rollback_args(argv: Sequence[str]) -> RollbackConfig:
@@ -180,7 +180,7 @@ def sql_str(value: str) -> str:
 def sql_timestamp(ts: dt.datetime) -> str:
     """A literal in the session time zone (UTC); aware values are converted first."""
     if ts.tzinfo:
-        ts = ts.astimezone(dt.UTC)
+        ts = ts.astimezone(dt.timezone.utc)
     return f"TIMESTAMP '{ts.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
 
 
@@ -206,7 +206,7 @@ def is_conflict(error: BaseException) -> bool:
 
 
 def utc_now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
+    return dt.datetime.now(dt.timezone.utc)
 
 
 def _num(row: Row | None, key: str) -> int:

@@ -241,7 +241,7 @@ def record_run(
     row = (
         run_id,
         started,
-        dt.datetime.now(dt.UTC),
+        dt.datetime.now(dt.timezone.utc),
         total.files,
         total.lines,
         total.accepted,
@@ -278,7 +278,7 @@ def ingest_files(
         print(f"stream batch {batch_id}: already committed, skipped", flush=True)
         return None
     run_id = batch_run_id(query_id, batch_id)
-    started = dt.datetime.now(dt.UTC)
+    started = dt.datetime.now(dt.timezone.utc)
     t0 = time.monotonic()
     todo, changed = split_by_ledger(
         files, ledger_with_runs(spark, [f.uri for f in files]) if files else {}, run_id
@@ -316,7 +316,7 @@ def ingest_files(
                 total.lines,
                 total.accepted,
                 total.rejected,
-                dt.datetime.now(dt.UTC),
+                dt.datetime.now(dt.timezone.utc),
             )
         ],
         "query_id STRING, batch_id BIGINT, run_id STRING, checkpoint STRING, files INT, "
