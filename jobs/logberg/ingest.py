@@ -381,6 +381,26 @@ def added_records(spark: SparkSession, snapshot_id: int | None) -> int | None:
     return int(rows[0][0]) if rows and rows[0][0] is not None else None
 
 
+def run_row(
+    run_id: str, started: dt.datetime, total: BatchResult, duration: float
+) -> tuple[object, ...]:
+    """One nginx_logs.ingest_runs row (batch runs and streaming micro-batches alike)."""
+    return (
+        run_id,
+        started,
+        dt.datetime.now(dt.timezone.utc),
+        total.files,
+        total.lines,
+        total.accepted,
+        total.rejected,
+        total.bytes,
+        duration,
+        total.snapshot_id,
+        sorted(total.dates),
+        "ok",
+    )
+
+
 def latest_snapshot(spark: SparkSession, table: str) -> int | None:
     app = spark.sparkContext.applicationId
     rows = spark.sql(
@@ -422,23 +442,7 @@ def ingest(spark: SparkSession, cfg: IngestConfig) -> BatchResult:
         )
     duration = time.monotonic() - t0
     spark.createDataFrame(
-        [
-            (
-                cfg.run_id,
-                started,
-                dt.datetime.now(dt.timezone.utc),
-                total.files,
-                total.lines,
-                total.accepted,
-                total.rejected,
-                total.bytes,
-                duration,
-                total.snapshot_id,
-                sorted(total.dates),
-                "ok",
-            )
-        ],
-        tables.INGEST_RUNS_SCHEMA,
+        [run_row(cfg.run_id, started, total, duration)], tables.INGEST_RUNS_SCHEMA
     ).writeTo(qualified(spark, tables.INGEST_RUNS)).append()
     print(
         f"ingest {cfg.run_id}: files={total.files} (of {len(files)} seen, "

@@ -238,20 +238,9 @@ def record_run(
     duration: float,
 ) -> None:
     """The micro-batch's ingest_runs row, MERGEd on run_id: a replay does not add it twice."""
-    row = (
-        run_id,
-        started,
-        dt.datetime.now(dt.timezone.utc),
-        total.files,
-        total.lines,
-        total.accepted,
-        total.rejected,
-        total.bytes,
-        duration,
-        total.snapshot_id,
-        sorted(total.dates),
-        "ok",
-    )
+    from logberg.ingest import run_row
+
+    row = run_row(run_id, started, total, duration)
     spark.createDataFrame([row], tables.INGEST_RUNS_SCHEMA).createOrReplaceTempView(
         "logberg_stream_run"
     )
