@@ -8,8 +8,9 @@ regex runs once per line), rejects lines by the same rules as jobs/logberg/parse
 (unparseable, bad_ip, bad_timestamp, bad_status, bad_size), enriches the good ones
 (UTC timestamp from the line's offset, date, hour, status category, device class by the
 rules of jobs/logberg/devices.py: bot markers first, then tablet, mobile, desktop, other)
-and writes them as zstd Parquet partitioned by date under OUTPUT/access_logs; rejects go to
-OUTPUT/rejects.parquet. Prints one JSON line: {"kept": .., "rejected": .., "seconds": ..}.
+and writes them, in ONE streaming COPY, as zstd Parquet partitioned by date under
+OUTPUT/access_logs; rejects (with their raw line and reason) are the date=NULL partition.
+Prints one JSON line: {"kept": .., "rejected": .., "seconds": ..}.
 
 The device markers are read from jobs/logberg/devices.py with `ast` (no pyspark import), so
 both tools classify with the same lists.
@@ -82,7 +83,7 @@ def input_files(root: Path) -> list[str]:
     return sorted(str(p) for p in files)
 
 
-def build_sql(files: list[str], out: Path) -> tuple[str, list[str]]:
+def build_sql(files: list[str], out: Path) -> str:
     file_list = "[" + ", ".join(_lit(f) for f in files) + "]"
     names = "[" + ", ".join(_lit(f) for f in FIELDS) + "]"
     # One column per line: a delimiter and quote that never occur, no header, no sniffing.
@@ -96,8 +97,9 @@ def build_sql(files: list[str], out: Path) -> tuple[str, list[str]]:
     def nd(c: str) -> str:  # '-' -> NULL, like parse._dash_null
         return f"CASE WHEN {c} = '-' THEN NULL ELSE {c} END"
 
+    # One streaming COPY: the parse runs once per line and nothing is materialised. Rejects
+    # go to the same Parquet dataset as a date=NULL partition, with their raw line.
     parsed = f"""
-    CREATE TEMP TABLE parsed AS
     WITH raw AS (
         SELECT line, filename AS source_file, regexp_extract(line, {_lit(LINE_RE)}, {names}) AS f
         FROM {read}
@@ -107,27 +109,29 @@ def build_sql(files: list[str], out: Path) -> tuple[str, list[str]]:
                f.ip <> '' AS matched,
                try_strptime(f.time, '%d/%b/%Y:%H:%M:%S %z') AS ts,
                CASE WHEN regexp_full_match(f.status, '[1-5][0-9][0-9]')
-                    THEN CAST(f.status AS INTEGER) END AS status_code,
+                    THEN TRY_CAST(f.status AS INTEGER) END AS status_code,
                CASE WHEN f.size = '-' THEN 0::BIGINT
                     WHEN regexp_full_match(f.size, '[0-9]{{1,18}}')
-                    THEN CAST(f.size AS BIGINT) END AS response_size
+                    THEN TRY_CAST(f.size AS BIGINT) END AS response_size
         FROM raw
-    )
-    SELECT *,
-           CASE WHEN NOT matched THEN 'unparseable'
-                WHEN NOT regexp_matches(f.ip, {_lit(IP_CHARS)}) THEN 'bad_ip'
-                WHEN ts IS NULL THEN 'bad_timestamp'
-                WHEN status_code IS NULL THEN 'bad_status'
-                WHEN response_size IS NULL THEN 'bad_size'
-           END AS reject_reason
-    FROM typed
-    """
+    ), checked AS (
+        SELECT *,
+               CASE WHEN NOT matched THEN 'unparseable'
+                    WHEN NOT regexp_matches(f.ip, {_lit(IP_CHARS)}) THEN 'bad_ip'
+                    WHEN ts IS NULL THEN 'bad_timestamp'
+                    WHEN status_code IS NULL THEN 'bad_status'
+                    WHEN response_size IS NULL THEN 'bad_size'
+               END AS reject_reason
+        FROM typed
+    )"""
     ua = "lower(" + nd("f.agent") + ")"
     good = f"""
     COPY (
+        {parsed}
         SELECT f.ip AS ip_address, {nd("f.usr")} AS remote_user,
                CAST(ts AS TIMESTAMP) AS timestamp,
-               CAST(CAST(ts AS TIMESTAMP) AS DATE) AS date,
+               CASE WHEN reject_reason IS NULL THEN CAST(CAST(ts AS TIMESTAMP) AS DATE) END
+                   AS date,
                hour(CAST(ts AS TIMESTAMP)) AS hour,
                f.request AS request, status_code,
                CASE WHEN status_code < 200 THEN 'Informational'
@@ -137,17 +141,13 @@ def build_sql(files: list[str], out: Path) -> tuple[str, list[str]]:
                     ELSE 'Server Error' END AS status_category,
                response_size, {nd("f.referer")} AS referer, {nd("f.agent")} AS user_agent,
                {device_sql(ua)} AS device_type,
-               source_file
-        FROM parsed WHERE reject_reason IS NULL
+               source_file, reject_reason,
+               CASE WHEN reject_reason IS NOT NULL THEN line END AS raw_line
+        FROM checked
     ) TO {_lit(str(out / "access_logs"))}
       (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (date), OVERWRITE_OR_IGNORE)
     """
-    rejects = f"""
-    COPY (SELECT source_file, line AS raw_line, reject_reason AS reason
-          FROM parsed WHERE reject_reason IS NOT NULL)
-    TO {_lit(str(out / "rejects.parquet"))} (FORMAT parquet, COMPRESSION zstd)
-    """
-    return parsed, [good, rejects]
+    return good
 
 
 def run(input_dir: Path, out: Path, threads: int | None = None) -> dict[str, object]:
@@ -165,31 +165,23 @@ def run(input_dir: Path, out: Path, threads: int | None = None) -> dict[str, obj
     con.execute("SET preserve_insertion_order = false")
     if threads:
         con.execute(f"SET threads = {int(threads)}")
-    parsed_sql, writes = build_sql(files, out)
-    con.execute(parsed_sql)
-    t_parse = time.perf_counter()
-    for sql in writes:
-        con.execute(sql)
+    con.execute(build_sql(files, out))
     t_write = time.perf_counter()
-    row = con.execute(
-        "SELECT count(*) FILTER (WHERE reject_reason IS NULL), "
-        "count(*) FILTER (WHERE reject_reason IS NOT NULL) FROM parsed"
-    ).fetchone()
-    assert row is not None
     by_reason = dict(
         con.execute(
-            "SELECT reject_reason, count(*) FROM parsed WHERE reject_reason IS NOT NULL "
+            "SELECT coalesce(reject_reason, ''), count(*) FROM read_parquet("
+            f"{_lit(str(out / 'access_logs' / '**' / '*.parquet'))}, hive_partitioning=true) "
             "GROUP BY 1 ORDER BY 1"
         ).fetchall()
     )
+    kept = by_reason.pop("", 0)
     con.close()
     return {
         "files": len(files),
-        "kept": int(row[0]),
-        "rejected": int(row[1]),
+        "kept": int(kept),
+        "rejected": int(sum(by_reason.values())),
         "rejected_by_reason": by_reason,
-        "parse_s": round(t_parse - t0, 3),
-        "write_s": round(t_write - t_parse, 3),
+        "parse_write_s": round(t_write - t0, 3),
         "seconds": round(time.perf_counter() - t0, 3),
     }
 

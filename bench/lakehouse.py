@@ -30,6 +30,7 @@ INGEST_RE = re.compile(
     r"ingest \S+: files=(?P<files>\d+) .*?lines_read=(?P<lines>\d+) accepted=(?P<accepted>\d+) "
     r"rejected=(?P<rejected>\d+) .*?days=(?P<days>\d+) .*?duration=(?P<duration>[\d.]+)s"
 )
+STEPS_RE = re.compile(r" steps=(\S+)")
 ANALYTICS_RE = re.compile(
     r"analytics: days=(?P<days>\d+) weeks=(?P<weeks>\d+) .*?duration=(?P<duration>[\d.]+)s"
 )
@@ -121,7 +122,12 @@ class Lakehouse:
         m = INGEST_RE.search(r.stdout)
         if not m:
             raise RuntimeError(f"logberg ingest printed no summary line:\n{r.stdout[-2000:]}")
-        return r, {k: float(v) for k, v in m.groupdict().items()}
+        out = {k: float(v) for k, v in m.groupdict().items()}
+        steps = STEPS_RE.search(r.stdout)
+        for item in steps.group(1).split(",") if steps else []:
+            name, _, sec = item.partition(":")
+            out[f"step_{name}"] = float(sec)
+        return r, out
 
     def analytics(self) -> tuple[procs.ProcResult, dict[str, float]]:
         r = self.logberg("analytics").check("logberg analytics")

@@ -139,8 +139,7 @@ def bench_duckdb(ds: Dataset) -> dict[str, Any]:
             {
                 "wall_s": round(r.wall_s, 3),
                 "in_process_s": summary["seconds"],
-                "parse_s": summary["parse_s"],
-                "write_s": summary["write_s"],
+                "parse_write_s": summary["parse_write_s"],
                 "kept": summary["kept"],
                 "rejected": summary["rejected"],
                 "peak_rss_mb": r.peak_tree_rss_mb,
@@ -191,6 +190,7 @@ def ingest_and_analytics(
         "accepted": int(si["accepted"]),
         "rejected": int(si["rejected"]),
         "days": int(si["days"]),
+        "ingest_steps_s": {k[5:]: v for k, v in si.items() if k.startswith("step_")},
     }
     if not analytics:
         return out

@@ -7,6 +7,7 @@ import datetime as dt
 import pytest
 from pyspark.sql import Row
 from pyspark.sql import functions as F
+from pyspark.testing import assertDataFrameEqual
 
 from logberg.ingest import to_access_rows, to_rejects
 from logberg.parse import parse_lines
@@ -196,3 +197,36 @@ def test_every_line_is_accepted_or_rejected(spark) -> None:  # type: ignore[no-u
     ok = to_access_rows(parsed, F.current_timestamp()).count()
     bad = to_rejects(parsed, "run", F.current_timestamp()).count()
     assert (ok, bad) == (len(GOOD), len(BAD))
+
+
+def _plan(df) -> str:  # type: ignore[no-untyped-def]
+    return str(df._jdf.queryExecution().executedPlan().toString())
+
+
+@pytest.mark.parametrize("keep", ["ip_address", "reject_reason", "*"])
+def test_the_regex_runs_once_per_line_whatever_is_filtered(spark, keep) -> None:  # type: ignore[no-untyped-def]
+    # A filter on the parse's output must not be rewritten in terms of the raw line: that
+    # copies the regex (and the timestamp parse) into the filter once per reference.
+    parsed = parse_lines(_frame(spark, ["x"]))
+    for df in (
+        parsed.where(F.col("reject_reason").isNull()).select(keep),
+        parsed.where(F.col("reject_reason").isNotNull()).select(keep),
+        to_access_rows(parsed, F.current_timestamp()),
+    ):
+        plan = _plan(df)
+        assert plan.count("regexp_replace(") == 1, plan
+        assert plan.count("try_to_timestamp(") <= 1, plan
+
+
+def test_agent_lookup_gives_the_same_classes_as_row_by_row(spark) -> None:  # type: ignore[no-untyped-def]
+    from logberg.devices import agent_classes
+
+    lines = [g[1] for g in GOOD] + [b[1] for b in BAD]
+    parsed = parse_lines(_frame(spark, lines))
+    cols = ["line_number", "device_type", "browser", "os", "is_bot"]
+    inline = to_access_rows(parsed, F.current_timestamp()).select(cols)
+    # A lookup that knows only some agents: the others are classified in place.
+    known = parsed.where(F.col("line_number") % 2 == 0).select("user_agent")
+    looked_up = to_access_rows(parsed, F.current_timestamp(), agent_classes(known)).select(cols)
+    assert "BroadcastHashJoin" in _plan(looked_up)
+    assertDataFrameEqual(looked_up, inline)

@@ -136,14 +136,51 @@ def operating_system(ua: Column) -> Column:
     )
 
 
-def classify_device(df: DataFrame, agent: str = "user_agent") -> DataFrame:
-    """Add device_type, browser, os and is_bot from the user-agent column."""
-    ua = F.lower(F.col(agent))
-    dt = device_type(ua)
-    return df.select(
-        "*",
-        dt.alias("device_type"),
+def _classes(ua: Column) -> Column:
+    """device_type, browser and os of a lower-cased agent, as one struct."""
+    return F.struct(
+        device_type(ua).alias("device_type"),
         browser(ua).alias("browser"),
         operating_system(ua).alias("os"),
-        (dt == "bot").alias("is_bot"),
+    )
+
+
+def agent_classes(agents: DataFrame, agent: str = "user_agent") -> DataFrame:
+    """Distinct agents -> their classes: the lookup table for `classify_device`.
+
+    Agents repeat (a day of traffic has a few thousand distinct ones), and classifying one
+    costs ~100 substring tests, so classifying each distinct agent once and joining is much
+    cheaper than classifying every row.
+    """
+    return (
+        agents.select(F.col(agent).alias("_agent"))
+        .where(F.col("_agent").isNotNull())
+        .dropDuplicates(["_agent"])
+        .select("_agent", _classes(F.lower(F.col("_agent"))).alias("_classes"))
+    )
+
+
+def classify_device(
+    df: DataFrame, agent: str = "user_agent", lookup: DataFrame | None = None
+) -> DataFrame:
+    """Add device_type, browser, os and is_bot from the user-agent column.
+
+    With `lookup` (from `agent_classes`) agents are looked up through a broadcast join;
+    an agent missing from it is classified in place, so the result is the same either way.
+    """
+    inline = _classes(F.lower(F.col(agent)))
+    if lookup is None:
+        cls = df.select("*", inline.alias("_classes"))
+    else:
+        joined = df.join(F.broadcast(lookup), F.col(agent) == F.col("_agent"), "left")
+        cls = joined.select(
+            *[F.col(c) for c in df.columns], F.coalesce("_classes", inline).alias("_classes")
+        )
+    c = F.col("_classes")
+    return cls.select(
+        *[F.col(n) for n in df.columns],
+        c["device_type"].alias("device_type"),
+        c["browser"].alias("browser"),
+        c["os"].alias("os"),
+        (c["device_type"] == "bot").alias("is_bot"),
     )

@@ -3,14 +3,18 @@ exact re-runs and incremental pick-up. Runs unchanged locally and as a SparkAppl
 
 Exactness:
 * every row's `event_id` is derived from (source_file, line_number), so the same line always
-  has the same id; rows are written with an insert-only MERGE on event_id (and date, for
-  partition pruning), so a re-run, or a re-run after a crash, adds nothing twice;
-* a run's rows go in one commit per batch of files (atomic per file);
+  has the same id;
+* a batch of files is written with an overwrite by `source_file`: one commit replaces
+  whatever rows those files had (none, normally) with their new rows, so a re-run, or a
+  re-run after a crash, adds nothing twice;
 * the ledger (nginx_logs.ingested_files) is appended after the data commit: a crash between
-  the two only makes the next run re-read those files, and the MERGE makes that a no-op;
-* a file whose size or modification time changed has its old rows deleted, then re-ingested;
-* the job asserts lines_read = accepted + rejected, and that the table holds exactly the
-  accepted rows for the files it read.
+  the two only makes the next run read those files again, and the overwrite makes that exact;
+* a file whose size or modification time changed is read again and its rows replaced;
+* the job asserts lines_read = accepted + rejected from independent counts (a line count
+  per file, the parse, and the rows each commit added).
+
+Speed (bench/README.md): one parse per line, no cache, no shuffle of the rows; agents are
+classified once per distinct agent; rejects are re-read by position, not re-parsed in bulk.
 """
 
 from __future__ import annotations
@@ -26,11 +30,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from logberg import tables
+from logberg.devices import agent_classes
 from logberg.errors import ConfigError
 from logberg.parse import enrich, parse_lines
 from logberg.tables import qualified
@@ -40,6 +44,10 @@ if TYPE_CHECKING:
 
 ONE_FILE_PER_SPLIT = str(1 << 40)  # each file is read whole by one task: exact line numbers
 DT_RE = re.compile(r"/dt=(\d{4}-\d{2}-\d{2})/")
+LINE_BITS = 33  # line numbers below 2**33 per file; the file's index goes above them
+MAX_LOOKUP_AGENTS = 200_000  # more distinct agents than this: classify row by row
+AGENT_SAMPLE = 0.02  # share of lines whose agents make the lookup table
+TAG = "logberg.commit"  # snapshot summary key: which batch made the commit
 
 
 @dataclass(frozen=True)
@@ -159,9 +167,11 @@ ACCESS_COLUMNS = [
 ]
 
 
-def to_access_rows(parsed: DataFrame, processed_at: Column) -> DataFrame:
+def to_access_rows(
+    parsed: DataFrame, processed_at: Column, agents: DataFrame | None = None
+) -> DataFrame:
     ok = parsed.where(F.col("reject_reason").isNull())
-    rows = enrich(ok).withColumn("processed_timestamp", processed_at)
+    rows = enrich(ok, agents).withColumn("processed_timestamp", processed_at)
     rows = rows.withColumn("event_id", event_id(F.col("source_file"), F.col("line_number")))
     return rows.select(*ACCESS_COLUMNS)
 
@@ -267,11 +277,22 @@ def read_lines(spark: SparkSession, files: list[InputFile]) -> DataFrame:
         F.col("_metadata.file_path").alias("source_file"),
         (F.monotonically_increasing_id().bitwiseAND(F.lit((1 << 33) - 1)) + 1).alias("line_number"),
     )
-    return rows.where(F.length("value") > 0)
+    return rows.where(F.col("value") != "")  # not length(): that counts every character
 
 
 def _sql_list(values: Sequence[str]) -> str:
     return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
+
+
+def agent_field(value: Column) -> Column:
+    """The agent of a well-formed line (after its 5th quote): a byte-level cut, no regex."""
+    return F.substring_index(F.substring_index(value, '"', 6), '"', -1)
+
+
+def position(uris: Sequence[str]) -> Column:
+    """One BIGINT per line of the batch: the file's index in `uris`, then its line number."""
+    idx = F.array_position(F.array(*[F.lit(u) for u in uris]), F.col("source_file"))
+    return F.shiftleft(idx, LINE_BITS).bitwiseOR(F.col("line_number"))
 
 
 @dataclass
@@ -283,102 +304,165 @@ class BatchResult:
     bytes: int = 0
     dates: set[dt.date] = field(default_factory=set)
     snapshot_id: int | None = None
+    seconds: dict[str, float] = field(default_factory=dict)  # per step, for bench/README.md
+
+    def timed(self, step: str, t0: float) -> float:
+        now = time.monotonic()
+        self.seconds[step] = round(self.seconds.get(step, 0.0) + now - t0, 2)
+        return now
 
 
-def ingest_batch(
-    spark: SparkSession, batch: list[InputFile], changed: set[str], cfg: IngestConfig
-) -> BatchResult:
+def stored_files(spark: SparkSession, table: str, uris: Sequence[str]) -> list[str]:
+    """Which of these files already have rows (a re-run, a crash re-run, a changed file).
+
+    Cheap: source_file has full column metrics, so Iceberg prunes by them and reads no data
+    file that holds none of these files.
+    """
+    rows = spark.sql(
+        f"SELECT DISTINCT source_file FROM {table} WHERE source_file IN ({_sql_list(uris)})"
+    ).collect()
+    return sorted(r.source_file for r in rows)
+
+
+def replace_rows(
+    spark: SparkSession, table: str, rows: DataFrame, uris: Sequence[str], tag: str
+) -> tuple[int | None, int]:
+    """Commit `rows` as the whole content of these files in `table`.
+
+    Normally one commit: an overwrite by source_file (data files of these files only are
+    dropped, whole). Rows that share data files with other files (after compaction) are
+    deleted row-level first. Returns the commit's snapshot id and the rows it added, found
+    by `tag` in the snapshot summary.
+    """
+    old = stored_files(spark, table, uris)
+    if old:
+        spark.sql(f"DELETE FROM {table} WHERE source_file IN ({_sql_list(old)})")
+    rows.writeTo(qualified(spark, table)).option(f"snapshot-property.{TAG}", tag).overwrite(
+        F.col("source_file").isin(list(uris))
+    )
+    found = spark.sql(
+        f"SELECT snapshot_id, summary['added-records'] FROM {table}.snapshots "
+        f"WHERE summary['{TAG}'] = '{tag}'"
+    ).collect()
+    if not found:
+        return None, 0
+    return int(found[0][0]), int(found[0][1] or 0)
+
+
+def ingest_batch(spark: SparkSession, batch: list[InputFile], cfg: IngestConfig) -> BatchResult:
+    """Read, parse and commit one batch of files, in three passes over the input:
+
+    1. the distinct agents of a sample of lines (no parse): the agent lookup table;
+    2. the parse, writing access_logs; rejected lines are only located (file, line);
+    3. the files with rejects are read again and only those lines parsed into the rejects.
+    """
     uris = [f.uri for f in batch]
-    if changed & set(uris):
-        gone = _sql_list(sorted(changed & set(uris)))
-        spark.sql(f"DELETE FROM {tables.ACCESS_LOGS} WHERE source_file IN ({gone})")
-        spark.sql(f"DELETE FROM {tables.REJECTS} WHERE source_file IN ({gone})")
-
+    res = BatchResult(files=len(batch), bytes=sum(f.size for f in batch))
     lines = read_lines(spark, batch)
     if lines.rdd.getNumPartitions() != len(batch):
         raise RuntimeError("expected one input split per file; line numbers would be wrong")
-    now = F.current_timestamp()
-    parsed = parse_lines(lines).persist(StorageLevel.MEMORY_AND_DISK)
+
+    tag = f"{cfg.run_id}-{uuid.uuid4().hex[:8]}"
+    t = time.monotonic()
+    # Agents seen in a sample of the lines; the others are classified row by row.
+    sample = lines.sample(fraction=AGENT_SAMPLE, seed=0)
+    agents = agent_classes(sample.select(agent_field(F.col("value")).alias("user_agent")))
+    agents = agents.cache()
     try:
-        # One job over the cached rows: per-file counts and the UTC days of the good rows.
-        stats = (
-            parsed.groupBy("source_file")
-            .agg(
-                F.count("*").alias("lines"),
-                F.count("reject_reason").alias("rejected"),
-                F.collect_set(
-                    F.when(F.col("reject_reason").isNull(), F.to_date("timestamp"))
-                ).alias("dates"),
-            )
-            .collect()
+        lookup = agents if agents.count() <= MAX_LOOKUP_AGENTS else None
+        t = res.timed("agents", t)
+
+        seen = Observation("logberg_ingest")
+        parsed = parse_lines(lines).observe(
+            seen,
+            F.count(F.lit(1)).alias("lines"),
+            F.count("reject_reason").alias("rejected"),
+            F.collect_list(F.when(F.col("reject_reason").isNotNull(), position(uris))).alias(
+                "rejects"
+            ),
         )
-        per_file = {r.source_file: (int(r.lines), int(r.rejected)) for r in stats}
-        res = BatchResult(files=len(batch), bytes=sum(f.size for f in batch))
-        res.dates = {d for r in stats for d in r.dates}
-        res.lines = sum(n for n, _ in per_file.values())
-        res.rejected = sum(r for _, r in per_file.values())
-        res.accepted = res.lines - res.rejected
-
-        access = to_access_rows(parsed, now)
-        if res.dates:
-            access.createOrReplaceTempView("logberg_ingest_batch")
-            dates = _sql_list([d.isoformat() for d in sorted(res.dates)])
-            spark.sql(
-                f"""MERGE INTO {tables.ACCESS_LOGS} t USING logberg_ingest_batch s
-                ON t.date IN ({dates}) AND t.date = s.date AND t.event_id = s.event_id
-                WHEN NOT MATCHED THEN INSERT *"""
-            )
-            res.snapshot_id = latest_snapshot(spark, tables.ACCESS_LOGS)
-        if res.rejected:
-            to_rejects(parsed, cfg.run_id, now).createOrReplaceTempView("logberg_ingest_rejects")
-            spark.sql(
-                f"""MERGE INTO {tables.REJECTS} t USING logberg_ingest_rejects s
-                ON t.source_file IN ({_sql_list(uris)})
-                AND t.source_file = s.source_file AND t.line_number = s.line_number
-                WHEN NOT MATCHED THEN INSERT *"""
-            )
+        now = F.current_timestamp()
+        access = to_access_rows(parsed, now, lookup)
+        res.snapshot_id, _ = replace_rows(spark, tables.ACCESS_LOGS, access, uris, tag)
+        t = res.timed("parse_write", t)
     finally:
-        parsed.unpersist()
+        agents.unpersist()
+    m = seen.get
+    rejects_at: list[int] = list(m["rejects"])
+    res.lines, res.rejected = int(m["lines"]), int(m["rejected"])
+    res.accepted = res.lines - res.rejected
+    if len(rejects_at) != res.rejected:
+        raise RuntimeError(f"{res.rejected} lines rejected but {len(rejects_at)} located")
 
-    if cfg.verify and res.dates and added_records(spark, res.snapshot_id) != res.accepted:
-        # The MERGE inserted fewer rows than were read (a re-run after a crash, say):
-        # count what the table holds for these files instead.
-        stored = spark.sql(
-            f"SELECT COUNT(*) FROM {tables.ACCESS_LOGS} WHERE date IN "
-            f"({_sql_list([d.isoformat() for d in sorted(res.dates)])}) "
-            f"AND source_file IN ({_sql_list(uris)})"
-        ).collect()[0][0]
-        if stored != res.accepted:
-            raise RuntimeError(
-                f"verification failed: table holds {stored} rows for this batch's files, "
-                f"expected {res.accepted}"
-            )
+    rejected_by_file: dict[str, int] = {}
+    for pos in rejects_at:
+        uri = uris[(pos >> LINE_BITS) - 1]
+        rejected_by_file[uri] = rejected_by_file.get(uri, 0) + 1
+    added_rej = write_rejects(spark, batch, rejects_at, rejected_by_file, cfg, now, tag)
+    t = res.timed("rejects", t)
+
+    # What the table now holds for these files, per file and day: the ledger's counts, the
+    # batch's days, and the check that every line read landed once (table or rejects).
+    stored = spark.sql(
+        f"SELECT source_file, date, COUNT(*) AS n FROM {tables.ACCESS_LOGS} "
+        f"WHERE source_file IN ({_sql_list(uris)}) GROUP BY source_file, date"
+    ).collect()
+    accepted_by_file: dict[str, int] = {}
+    for r in stored:
+        accepted_by_file[r.source_file] = accepted_by_file.get(r.source_file, 0) + int(r.n)
+        res.dates.add(r.date)
+    held = sum(accepted_by_file.values())
+    if cfg.verify and (held != res.accepted or added_rej != res.rejected):
+        raise RuntimeError(
+            f"verification failed: read {res.lines} lines; the table holds {held} rows and the "
+            f"commit added {added_rej} rejects for these files, expected {res.accepted} and "
+            f"{res.rejected}"
+        )
+    t = res.timed("verify", t)
 
     # A crash from here on leaves committed data without a ledger entry: the next run reads
-    # the files again and the MERGE on event_id turns that into a no-op.
+    # the files again and replaces their rows, which changes nothing.
     print(f"committed data for {len(batch)} file(s), snapshot {res.snapshot_id}", flush=True)
-    ledger_rows = [
-        (f.uri, f.size, f.modified, cfg.run_id, *per_file.get(f.uri, (0, 0))) for f in batch
-    ]
+    ledger_rows = []
+    for f in batch:
+        ok, rej = accepted_by_file.get(f.uri, 0), rejected_by_file.get(f.uri, 0)
+        ledger_rows.append((f.uri, f.size, f.modified, cfg.run_id, ok + rej, ok, rej))
     spark.createDataFrame(
-        [(u, s, m, r, n, n - rej, rej) for (u, s, m, r, n, rej) in ledger_rows],
+        ledger_rows,
         "path STRING, size BIGINT, modification_time TIMESTAMP, run_id STRING, lines BIGINT, "
         "accepted BIGINT, rejected BIGINT",
     ).withColumn("ingested_at", F.current_timestamp()).writeTo(
         qualified(spark, tables.LEDGER)
     ).append()
+    res.timed("ledger", t)
     return res
 
 
-def added_records(spark: SparkSession, snapshot_id: int | None) -> int | None:
-    """Rows the given access_logs snapshot added, from its summary (no data scan)."""
-    if snapshot_id is None:
-        return None
-    rows = spark.sql(
-        f"SELECT summary['added-records'] FROM {tables.ACCESS_LOGS}.snapshots "
-        f"WHERE snapshot_id = {snapshot_id}"
-    ).collect()
-    return int(rows[0][0]) if rows and rows[0][0] is not None else None
+def write_rejects(
+    spark: SparkSession,
+    batch: list[InputFile],
+    rejects_at: list[int],
+    rejected_by_file: dict[str, int],
+    cfg: IngestConfig,
+    now: Column,
+    tag: str,
+) -> int:
+    """Parse only the located lines again (from the files that have any) into the rejects.
+
+    Returns the number of rejects the commit added.
+    """
+    uris = [f.uri for f in batch]
+    if not rejects_at:
+        old = stored_files(spark, tables.REJECTS, uris)
+        if old:  # a changed file that no longer has rejects
+            spark.sql(f"DELETE FROM {tables.REJECTS} WHERE source_file IN ({_sql_list(old)})")
+        return 0
+    with_rejects = [f for f in batch if f.uri in rejected_by_file]
+    at = spark.createDataFrame([(p,) for p in rejects_at], "pos BIGINT")
+    lines = read_lines(spark, with_rejects).select("*", position(uris).alias("pos"))
+    located = lines.join(F.broadcast(at), "pos", "left_semi").drop("pos")
+    rejects = to_rejects(parse_lines(located), cfg.run_id, now)
+    return replace_rows(spark, tables.REJECTS, rejects, uris, tag)[1]
 
 
 def run_row(
@@ -401,31 +485,23 @@ def run_row(
     )
 
 
-def latest_snapshot(spark: SparkSession, table: str) -> int | None:
-    app = spark.sparkContext.applicationId
-    rows = spark.sql(
-        f"SELECT snapshot_id FROM {table}.snapshots WHERE summary['spark.app.id'] = '{app}' "
-        "ORDER BY committed_at DESC LIMIT 1"
-    ).collect()
-    return int(rows[0][0]) if rows else None
-
-
 def ingest(spark: SparkSession, cfg: IngestConfig) -> BatchResult:
     started = dt.datetime.now(dt.timezone.utc)
     t0 = time.monotonic()
     tables.create_ingest_tables(spark)
     files = list_inputs(spark, cfg)
     todo, changed = plan(files, {} if cfg.full else ledger_state(spark), cfg.full)
+    total = BatchResult()
+    total.timed("setup", t0)
     saved: dict[str, str] = {
         k: str(spark.conf.get(k))
         for k in ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
     }
-    total = BatchResult()
     try:
         spark.conf.set("spark.sql.files.maxPartitionBytes", ONE_FILE_PER_SPLIT)
         spark.conf.set("spark.sql.files.openCostInBytes", ONE_FILE_PER_SPLIT)
         for batch in batches(todo, cfg.max_bytes_per_commit):
-            r = ingest_batch(spark, batch, {f.uri for f in changed}, cfg)
+            r = ingest_batch(spark, batch, cfg)
             total.files += r.files
             total.lines += r.lines
             total.accepted += r.accepted
@@ -433,6 +509,8 @@ def ingest(spark: SparkSession, cfg: IngestConfig) -> BatchResult:
             total.bytes += r.bytes
             total.dates |= r.dates
             total.snapshot_id = r.snapshot_id or total.snapshot_id
+            for step, sec in r.seconds.items():
+                total.seconds[step] = round(total.seconds.get(step, 0.0) + sec, 2)
     finally:
         for k, v in saved.items():
             spark.conf.set(k, v)
@@ -448,7 +526,8 @@ def ingest(spark: SparkSession, cfg: IngestConfig) -> BatchResult:
         f"ingest {cfg.run_id}: files={total.files} (of {len(files)} seen, "
         f"{len(changed)} changed) lines_read={total.lines} accepted={total.accepted} "
         f"rejected={total.rejected} bytes={total.bytes} days={len(total.dates)} "
-        f"snapshot={total.snapshot_id} duration={duration:.1f}s"
+        f"snapshot={total.snapshot_id} duration={duration:.1f}s "
+        f"steps={','.join(f'{k}:{v}' for k, v in total.seconds.items())}"
     )
     return total
 

@@ -5,10 +5,11 @@ compaction (rewrite_data_files, bounded per run), rewrite_manifests, expire_snap
 only after expiry, remove_orphan_files. It prints a before/after report per table and
 appends it to nginx_logs.maintenance_runs.
 
-Safe next to a running ingest: ingest only appends (insert-only MERGE), which never
-invalidates a rewrite; any commit conflict (CommitFailedException / ValidationException)
-is retried a bounded number of times. Rewrites are validated by Iceberg, and each rewrite
-snapshot is checked to have added exactly as many records as it removed.
+Safe next to a running ingest: ingest of new files only adds data files (its overwrite by
+source_file matches no existing one), which never invalidates a rewrite; any commit
+conflict (CommitFailedException / ValidationException) is retried a bounded number of
+times. Rewrites are validated by Iceberg, and each rewrite snapshot is checked to have
+added exactly as many records as it removed.
 
 `rollback TABLE --to SNAPSHOT_ID | --to-timestamp TS` makes an earlier snapshot current.
 """
@@ -339,13 +340,18 @@ def maintain_table(spark: SparkSession, cfg: MaintainConfig, report: TableReport
 
     started = utc_now() - dt.timedelta(seconds=1)
     strategy = cfg.strategy
-    if strategy == "sort" and not has_sort_order(spark, table):
+    # access_logs has no table sort order (ingest writes unsorted, in time order per file):
+    # a sort rewrite orders it by tables.ACCESS_SORT.
+    sort_order = tables.ACCESS_SORT if table == tables.ACCESS_LOGS else None
+    if strategy == "sort" and sort_order is None and not has_sort_order(spark, table):
         strategy = "binpack"  # no table sort order to sort by
     rewrite_args = {
         "table": sql_str(table),
         "strategy": sql_str(strategy),
         "options": sql_map(rewrite_options(cfg)),
     }
+    if strategy == "sort" and sort_order is not None:
+        rewrite_args["sort_order"] = sql_str(sort_order)
     rewrite = with_retries(
         lambda: call(spark, "rewrite_data_files", rewrite_args), cfg.max_retries, retried
     )

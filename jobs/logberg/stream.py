@@ -9,7 +9,7 @@ exactly those of a batch ingest of the same files.
 Exactly once per micro-batch, across crashes and restarts:
 * the checkpoint (default <warehouse>/_checkpoints/ingest) replays an unfinished batch with
   the same files and the same batch id;
-* rows go in with ingest's insert-only MERGE on event_id, so a replay adds nothing twice;
+* rows go in with ingest's overwrite by source_file, so a replay adds nothing twice;
 * the batch's ingest_runs row has a deterministic run id (query id + batch id) and is
   MERGEd on it; nginx_logs.stream_batches records the batch last, and a batch found there
   is skipped.
@@ -156,7 +156,7 @@ def split_by_ledger(
     run_id: str,
 ) -> tuple[list[InputFile], list[InputFile]]:
     """(to ingest, of which changed). A file another run already ingested unchanged is
-    skipped; one this run ingested before a crash is redone (the MERGE makes it a no-op)."""
+    skipped; one this run ingested before a crash is redone (the overwrite makes that exact)."""
     todo, changed = [], []
     for f in files:
         prev = ledger.get(f.uri)
@@ -281,7 +281,7 @@ def ingest_files(
     total = ingest.BatchResult()
     with one_split_per_file(spark):
         for part in ingest.batches(todo, cfg.max_bytes_per_commit):
-            r = ingest.ingest_batch(spark, part, {f.uri for f in changed}, run_cfg)
+            r = ingest.ingest_batch(spark, part, run_cfg)
             total.files += r.files
             total.lines += r.lines
             total.accepted += r.accepted

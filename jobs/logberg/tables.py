@@ -38,6 +38,22 @@ ACCESS_LOGS_COLUMNS = """
 """
 
 
+ACCESS_SORT = "date, hour, timestamp"
+# Ingest replaces a file's rows with an overwrite by source_file: full (not truncated)
+# bounds let Iceberg match whole data files to it.
+FILE_METRICS = {"write.metadata.metrics.column.source_file": "full"}
+# Unique per row: a dictionary only costs time.
+NO_DICTIONARY = ("event_id", "line_number", "timestamp", "request", "url", "query_string")
+ACCESS_PROPS = {
+    "write.distribution-mode": "none",
+    "write.spark.fanout.enabled": "true",
+    "write.target-file-size-bytes": str(256 * 1024 * 1024),
+    **FILE_METRICS,
+    **{f"write.parquet.dict-encoding-enabled.column.{c}": "false" for c in NO_DICTIONARY},
+}
+REJECTS_PROPS = {"write.distribution-mode": "none", **FILE_METRICS}
+
+
 def qualified(spark: SparkSession, table: str) -> str:
     """`nginx_logs.t` in the session's current catalog, for the DataFrameWriterV2 API."""
     return f"{spark.catalog.currentCatalog()}.{table}"
@@ -48,40 +64,35 @@ def _props(extra: dict[str, str] | None = None) -> str:
     return ", ".join(f"'{k}'='{v}'" for k, v in props.items())
 
 
+def upgrade(spark: SparkSession, table: str, props: dict[str, str]) -> None:
+    """Bring a table made by an older logberg to today's write properties (once)."""
+    have = {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
+    missing = {k: v for k, v in props.items() if have.get(k) != v}
+    if missing:
+        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ({_props(missing)})")
+    if have.get("sort-order", "[]") not in ("", "[]"):
+        spark.sql(f"ALTER TABLE {qualified(spark, table)} WRITE UNORDERED")
+
+
 def create_ingest_tables(spark: SparkSession) -> None:
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.{DATABASE}")
-    # Partitioned by the UTC date (date filters prune files); rows are sorted by hour within
-    # each file so hour filters skip row groups. No shuffle before the write: input files
-    # are already time-windowed, and tasks sort locally.
-    access_props = _props(
-        {
-            "write.distribution-mode": "none",
-            "write.merge.distribution-mode": "none",
-            # Ingest MERGEs only insert: concurrent ingests of different files must not
-            # fail each other's validation.
-            "write.merge.isolation-level": "snapshot",
-            "write.target-file-size-bytes": str(256 * 1024 * 1024),
-        }
-    )
-    fresh = not spark.catalog.tableExists(qualified(spark, ACCESS_LOGS))
+    # Partitioned by the UTC date (date filters prune files). Ingest writes without a shuffle
+    # or a sort: each task writes one input file, whose lines are already in time order, so
+    # hour/timestamp ranges per file stay tight; the fanout writer copes with a file that
+    # crosses midnight. `logberg maintain --strategy sort` sorts by ACCESS_SORT.
     spark.sql(
         f"""CREATE TABLE IF NOT EXISTS {ACCESS_LOGS} ({ACCESS_LOGS_COLUMNS})
-        USING iceberg PARTITIONED BY (date) TBLPROPERTIES ({access_props})"""
+        USING iceberg PARTITIONED BY (date) TBLPROPERTIES ({_props(ACCESS_PROPS)})"""
     )
-    if fresh:  # a metadata commit: only once, not on every run
-        spark.sql(
-            f"ALTER TABLE {qualified(spark, ACCESS_LOGS)} "
-            "WRITE LOCALLY ORDERED BY date, hour, timestamp"
-        )
+    upgrade(spark, ACCESS_LOGS, ACCESS_PROPS)
     spark.sql(
         f"""CREATE TABLE IF NOT EXISTS {REJECTS} (
             source_file STRING NOT NULL, line_number BIGINT NOT NULL, raw_line STRING,
             reason STRING, run_id STRING, rejected_at TIMESTAMP)
         USING iceberg
-        TBLPROPERTIES ({
-            _props({"write.merge.isolation-level": "snapshot", "write.distribution-mode": "none"})
-        })"""
+        TBLPROPERTIES ({_props(REJECTS_PROPS)})"""
     )
+    upgrade(spark, REJECTS, REJECTS_PROPS)
     spark.sql(
         f"""CREATE TABLE IF NOT EXISTS {LEDGER} (
             path STRING NOT NULL, size BIGINT, modification_time TIMESTAMP, run_id STRING,
