@@ -306,6 +306,18 @@ class BatchResult:
     snapshot_id: int | None = None
     seconds: dict[str, float] = field(default_factory=dict)  # per step, for bench/README.md
 
+    def add(self, other: BatchResult) -> None:
+        """Fold one batch's result into a run's total."""
+        self.files += other.files
+        self.lines += other.lines
+        self.accepted += other.accepted
+        self.rejected += other.rejected
+        self.bytes += other.bytes
+        self.dates |= other.dates
+        self.snapshot_id = other.snapshot_id or self.snapshot_id
+        for step, sec in other.seconds.items():
+            self.seconds[step] = round(self.seconds.get(step, 0.0) + sec, 2)
+
     def timed(self, step: str, t0: float) -> float:
         now = time.monotonic()
         self.seconds[step] = round(self.seconds.get(step, 0.0) + now - t0, 2)
@@ -501,16 +513,7 @@ def ingest(spark: SparkSession, cfg: IngestConfig) -> BatchResult:
         spark.conf.set("spark.sql.files.maxPartitionBytes", ONE_FILE_PER_SPLIT)
         spark.conf.set("spark.sql.files.openCostInBytes", ONE_FILE_PER_SPLIT)
         for batch in batches(todo, cfg.max_bytes_per_commit):
-            r = ingest_batch(spark, batch, cfg)
-            total.files += r.files
-            total.lines += r.lines
-            total.accepted += r.accepted
-            total.rejected += r.rejected
-            total.bytes += r.bytes
-            total.dates |= r.dates
-            total.snapshot_id = r.snapshot_id or total.snapshot_id
-            for step, sec in r.seconds.items():
-                total.seconds[step] = round(total.seconds.get(step, 0.0) + sec, 2)
+            total.add(ingest_batch(spark, batch, cfg))
     finally:
         for k, v in saved.items():
             spark.conf.set(k, v)

@@ -281,14 +281,7 @@ def ingest_files(
     total = ingest.BatchResult()
     with one_split_per_file(spark):
         for part in ingest.batches(todo, cfg.max_bytes_per_commit):
-            r = ingest.ingest_batch(spark, part, run_cfg)
-            total.files += r.files
-            total.lines += r.lines
-            total.accepted += r.accepted
-            total.rejected += r.rejected
-            total.bytes += r.bytes
-            total.dates |= r.dates
-            total.snapshot_id = r.snapshot_id or total.snapshot_id
+            total.add(ingest.ingest_batch(spark, part, run_cfg))
     if total.lines != total.accepted + total.rejected:
         raise AssertionError(
             f"read {total.lines} != accepted {total.accepted} + rejected {total.rejected}"
