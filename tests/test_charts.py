@@ -351,7 +351,7 @@ def test_streaming_ingest_restarts_always() -> None:
 
 def test_spark_conf_matches_session_catalog_conf(monkeypatch: pytest.MonkeyPatch) -> None:
     """The chart's sparkConf carries logberg.session.catalog_conf for the same settings."""
-    from logberg.session import LakehouseConfig, catalog_conf
+    from logberg.session import JIT_OPTIONS, LakehouseConfig, catalog_conf
 
     values = yaml.safe_load((CHARTS / "logberg" / "values-kind.yaml").read_text())
     monkeypatch.setenv("AWS_REGION", values["s3"]["region"])
@@ -367,6 +367,8 @@ def test_spark_conf_matches_session_catalog_conf(monkeypatch: pytest.MonkeyPatch
         conf = spec["sparkConf"]
         missing = {k: v for k, v in want.items() if conf.get(k) != v}
         assert not missing, f"{name}: sparkConf differs from catalog_conf on {missing}"
+        for role in ("driver", "executor"):
+            assert conf[f"spark.{role}.extraJavaOptions"] == JIT_OPTIONS, name
         for role in ("driver", "executor"):
             env = {e["name"]: e for e in spec[role]["env"]}
             assert env["LOGBERG_PROFILE"]["value"] == "cluster"

@@ -122,6 +122,48 @@ def test_rerun_adds_nothing(spark, lakehouse_env, dataset) -> None:  # type: ign
     assert counts(spark, manifest) == expected(manifest)
 
 
+def test_row_counts_from_file_metadata_match_the_data(spark, dataset) -> None:  # type: ignore[no-untyped-def]
+    from logberg import ingest as ig
+    from logberg import tables
+
+    _, manifest = dataset
+    uris = file_uris(spark, manifest)
+    meta = ig.file_rows(spark, tables.ACCESS_LOGS, uris)
+    assert meta is not None  # ingest's own files: one source file per data file
+    data = spark.sql(
+        f"SELECT source_file, date, COUNT(*) AS n FROM nginx_logs.access_logs "
+        f"WHERE source_file IN ({in_list(uris)}) GROUP BY source_file, date"
+    ).collect()
+
+    def fold(rows: Any) -> dict[tuple[str, Any], int]:
+        out: dict[tuple[str, Any], int] = {}
+        for f, d, n in rows:
+            out[(f, d)] = out.get((f, d), 0) + n
+        return out
+
+    assert fold(meta) == fold((r.source_file, r.date, r.n) for r in data)
+    assert sum(n for *_, n in meta) == manifest["totals"]["valid"]
+
+
+def test_agent_sample_reads_file_heads_plain_and_gzip(spark, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import datetime as dt
+    import gzip
+
+    from logberg import ingest as ig
+
+    line = '1.2.3.4 - - [01/Mar/2025:00:00:00 +0000] "GET / HTTP/1.1" 200 1 "-" "{}"\n'
+    (tmp_path / "a.log").write_text(line.format("agent-a") * 3 + line.format("agent-b"))
+    with gzip.open(tmp_path / "b.log.gz", "wt") as f:
+        f.write(line.format("agent-c") + "not a log line\n")
+    files = [
+        ig.InputFile((tmp_path / n).as_uri(), 0, dt.datetime.now()) for n in ("a.log", "b.log.gz")
+    ]
+    assert ig.sample_agents(spark, files) == ["agent-a", "agent-b", "agent-c"]
+    # A head that ends inside a line drops that line.
+    monkeypatch.setattr(ig, "SAMPLE_BYTES", len(line.format("agent-a")) * 3 + 20)
+    assert ig.sample_agents(spark, files) == ["agent-a", "agent-c"]
+
+
 def test_rejects_keep_raw_line_reason_and_line_number(spark, dataset) -> None:  # type: ignore[no-untyped-def]
     _, manifest = dataset
     files = in_list(file_uris(spark, manifest))

@@ -106,3 +106,34 @@ def test_metastore_is_a_version_spark_and_iceberg_speak_to() -> None:
     major, minor, patch = (int(x) for x in pins().hive.split("."))
     assert (major, minor, patch) < (4, 0, 1)
     assert pins().hive_image == f"apache/hive:{pins().hive}"
+
+
+def test_class_archive_options_follow_the_archive(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from logberg import cds
+    from logberg.session import local_conf
+
+    jars = tmp_path / "jars" / "spark"
+    jars.mkdir(parents=True)
+    (jars / "iceberg-spark-runtime.jar").write_bytes(b"")
+    monkeypatch.setenv("LOGBERG_TOOLS", str(tmp_path))
+    monkeypatch.setenv("LOGBERG_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv(cds.DUMP_ENV, raising=False)
+    s = LocalSettings.from_env()
+    assert cds.java_options(s) == ""  # no archive yet: start without one
+    archive = cds.archive(s)
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(b"x")
+    assert f"-XX:SharedArchiveFile={archive}" in cds.java_options(s)
+    conf = local_conf(s)
+    assert f"-XX:SharedArchiveFile={archive}" in conf["spark.driver.extraJavaOptions"]
+    # Jars on the JVM's class path (no per-session copies), never through spark.jars.
+    assert "spark.jars" not in conf
+    assert str(jars / "iceberg-spark-runtime.jar") in conf["spark.driver.extraClassPath"]
+    # Another jar set is another archive; the old one is not used for it.
+    (jars / "other.jar").write_bytes(b"")
+    assert cds.archive(s) != archive
+    assert cds.java_options(s) == ""
+    monkeypatch.setenv(cds.DUMP_ENV, str(tmp_path / "out.jsa"))
+    assert f"-XX:ArchiveClassesAtExit={tmp_path / 'out.jsa'}" in cds.java_options(s)

@@ -47,6 +47,14 @@ def _cmd_setup_jars(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_setup_cds(args: argparse.Namespace) -> int:
+    from logberg import cds
+    from logberg.settings import LocalSettings
+
+    print(f"class archive ready: {cds.build(LocalSettings.from_env())}")
+    return 0
+
+
 # Subcommands whose options their own module parses, so that they run unchanged as
 # SparkApplications (jobs/spark_entry.py calls the same main).
 JOB_COMMANDS = {
@@ -87,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     sub.add_parser("setup-jars", help="resolve the pinned JVM artifacts into .tools (make setup)")
+    sub.add_parser("setup-cds", help="build the JVM class archive for local sessions (make setup)")
     for name, (_, help_text) in JOB_COMMANDS.items():
         sub.add_parser(name, help=help_text, add_help=False)
     return p
@@ -107,6 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "local": _cmd_local,
             "query": _cmd_query,
             "setup-jars": _cmd_setup_jars,
+            "setup-cds": _cmd_setup_cds,
         }
         return handlers[args.command](args)
     except (ConfigError, ServiceError) as e:

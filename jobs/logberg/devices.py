@@ -7,7 +7,9 @@ then tablets (iPad, Kindle/Silk, Android without "Mobile"), then phones, then de
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from collections.abc import Iterable
+
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 BOT_MARKERS = (
@@ -158,6 +160,24 @@ def agent_classes(agents: DataFrame, agent: str = "user_agent") -> DataFrame:
         .dropDuplicates(["_agent"])
         .select("_agent", _classes(F.lower(F.col("_agent"))).alias("_classes"))
     )
+
+
+def _sql_string(s: str) -> str:
+    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def agent_lookup(spark: SparkSession, agents: Iterable[str]) -> DataFrame:
+    """The `classify_device` lookup for agents the driver already holds (e.g. a sample).
+
+    Built on an inline VALUES table, so Spark classifies the agents while planning
+    (ConvertToLocalRelation): no job and no generated code for ~100 substring tests.
+    """
+    distinct = sorted(set(agents))
+    if not distinct:
+        distinct = [""]  # VALUES needs a row; no real agent is empty ('-' is NULL)
+    values = ", ".join(f"({_sql_string(a)})" for a in distinct)
+    table = spark.sql(f"SELECT * FROM VALUES {values} AS t(_agent)")
+    return table.select("_agent", _classes(F.lower(F.col("_agent"))).alias("_classes"))
 
 
 def classify_device(

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from logberg import jars
+from logberg import cds, jars
 from logberg.errors import ConfigError
 from logberg.settings import LocalSettings, java_home
 
@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 CATALOG = "logberg"
 DATABASE = "nginx_logs"
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+# HotSpot does not JIT-compile a method over 8000 bytecodes, and the whole-stage code of
+# the ingest (parse, enrichment, agent classes) is larger than that: without this flag
+# it stays interpreted (bench/README.md: 1.7x on parse + enrich).
+JIT_OPTIONS = "-XX:+UseG1GC -XX:-DontCompileHugeMethods"
 
 
 @dataclass(frozen=True)
@@ -161,10 +165,14 @@ def local_conf(settings: LocalSettings) -> dict[str, str]:
     """Local-mode tuning: small-box defaults, jars from .tools, quiet logs."""
     shuffle = os.environ.get("LOGBERG_SHUFFLE_PARTITIONS", "4")
     return {
-        "spark.jars": ",".join(str(j) for j in jars.spark_jars(settings.tools)),
+        # On the JVM's own class path, not spark.jars: local mode then does not copy the
+        # jars (the AWS SDK bundle is 600 MB) into every session's work directory.
+        "spark.driver.extraClassPath": os.pathsep.join(
+            str(j) for j in jars.spark_jars(settings.tools)
+        ),
         "spark.driver.memory": os.environ.get("LOGBERG_DRIVER_MEMORY", "2g"),
-        "spark.driver.extraJavaOptions": "-XX:+UseG1GC -Dderby.system.home="
-        + str(settings.home / "spark"),
+        "spark.driver.extraJavaOptions": f"{JIT_OPTIONS} {cds.java_options(settings)} "
+        f"-Dderby.system.home={settings.home / 'spark'}",
         "spark.sql.shuffle.partitions": shuffle,
         "spark.default.parallelism": shuffle,
         "spark.sql.adaptive.enabled": "true",
