@@ -567,9 +567,10 @@ def run_row(
 def ingest(spark: SparkSession, cfg: IngestConfig) -> BatchResult:
     started = dt.datetime.now(dt.timezone.utc)
     t0 = time.monotonic()
-    tables.create_ingest_tables(spark)
+    created = tables.create_ingest_tables(spark)
     files = list_inputs(spark, cfg)
-    todo, changed = plan(files, {} if cfg.full else ledger_state(spark), cfg.full)
+    fresh = cfg.full or tables.LEDGER in created  # nothing to look up
+    todo, changed = plan(files, {} if fresh else ledger_state(spark), cfg.full)
     total = BatchResult()
     total.timed("setup", t0)
     saved: dict[str, str] = {

@@ -85,38 +85,51 @@ def upgrade(spark: SparkSession, table: str, props: dict[str, str]) -> None:
         spark.sql(f"ALTER TABLE {qualified(spark, table)} WRITE UNORDERED")
 
 
-def create_ingest_tables(spark: SparkSession) -> None:
+def create_ingest_tables(spark: SparkSession) -> set[str]:
+    """Create the ingest tables that are missing and update the others; returns those created.
+
+    One SHOW TABLES instead of a load per table: this runs at the start of every job.
+    """
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.{DATABASE}")
+    have = {r.tableName for r in spark.sql(f"SHOW TABLES IN {CATALOG}.{DATABASE}").collect()}
     # Partitioned by the UTC date (date filters prune files). Ingest writes without a shuffle
     # or a sort: each task writes one input file, whose lines are already in time order, so
     # hour/timestamp ranges per file stay tight; the fanout writer copes with a file that
     # crosses midnight. `logberg maintain --strategy sort` sorts by ACCESS_SORT.
-    spark.sql(
-        f"""CREATE TABLE IF NOT EXISTS {ACCESS_LOGS} ({ACCESS_LOGS_COLUMNS})
-        USING iceberg PARTITIONED BY (date) TBLPROPERTIES ({_props(ACCESS_PROPS)})"""
-    )
-    upgrade(spark, ACCESS_LOGS, ACCESS_PROPS)
-    spark.sql(
-        f"""CREATE TABLE IF NOT EXISTS {REJECTS} (
-            source_file STRING NOT NULL, line_number BIGINT NOT NULL, raw_line STRING,
-            reason STRING, run_id STRING, rejected_at TIMESTAMP)
-        USING iceberg
-        TBLPROPERTIES ({_props(REJECTS_PROPS)})"""
-    )
-    upgrade(spark, REJECTS, REJECTS_PROPS)
-    spark.sql(
-        f"""CREATE TABLE IF NOT EXISTS {LEDGER} (
-            path STRING NOT NULL, size BIGINT, modification_time TIMESTAMP, run_id STRING,
+    specs = [
+        (ACCESS_LOGS, f"({ACCESS_LOGS_COLUMNS}) USING iceberg PARTITIONED BY (date)", ACCESS_PROPS),
+        (
+            REJECTS,
+            """(source_file STRING NOT NULL, line_number BIGINT NOT NULL, raw_line STRING,
+            reason STRING, run_id STRING, rejected_at TIMESTAMP) USING iceberg""",
+            REJECTS_PROPS,
+        ),
+        (
+            LEDGER,
+            """(path STRING NOT NULL, size BIGINT, modification_time TIMESTAMP, run_id STRING,
             lines BIGINT, accepted BIGINT, rejected BIGINT, ingested_at TIMESTAMP)
-        USING iceberg TBLPROPERTIES ({_props({"write.distribution-mode": "none"})})"""
-    )
-    spark.sql(
-        f"""CREATE TABLE IF NOT EXISTS {INGEST_RUNS} (
-            run_id STRING NOT NULL, started_at TIMESTAMP, finished_at TIMESTAMP,
+            USING iceberg""",
+            {"write.distribution-mode": "none"},
+        ),
+        (
+            INGEST_RUNS,
+            """(run_id STRING NOT NULL, started_at TIMESTAMP, finished_at TIMESTAMP,
             files INT, lines_read BIGINT, accepted BIGINT, rejected BIGINT, bytes BIGINT,
             duration_s DOUBLE, snapshot_id BIGINT, dates ARRAY<DATE>, status STRING)
-        USING iceberg TBLPROPERTIES ({_props({"write.distribution-mode": "none"})})"""
-    )
+            USING iceberg""",
+            {"write.distribution-mode": "none"},
+        ),
+    ]
+    created = set()
+    for table, ddl, props in specs:
+        if table.split(".")[1] in have:
+            if table in (ACCESS_LOGS, REJECTS):
+                upgrade(spark, table, props)
+            continue
+        # IF NOT EXISTS: a concurrent job may create it first.
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {table} {ddl} TBLPROPERTIES ({_props(props)})")
+        created.add(table)
+    return created
 
 
 INGEST_RUNS_SCHEMA = (
