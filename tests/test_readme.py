@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from logberg.cli import JOB_COMMANDS
+from logberg.cli import JOB_COMMANDS, build_parser
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()
@@ -26,6 +27,9 @@ def test_every_make_command_in_the_readme_exists(target: str) -> None:
 
 def test_every_logberg_subcommand_in_the_readme_exists() -> None:
     shown = set(re.findall(r"logberg (\w[\w-]*)", README))
-    known = {"local", "sql", "query", "setup-jars", *JOB_COMMANDS}
+    parser = build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    known = set(commands.choices)
+    assert set(JOB_COMMANDS) <= known
     assert shown <= known, shown - known
     assert {"local", "sql", "query", "ingest", "analytics", "run", "generate"} <= shown
