@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import sys
 import time
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 
 from bench import procs
 from bench.config import DATA
+from logberg.procs import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 LOGBERG = str(Path(sys.executable).parent / "logberg")
@@ -34,12 +34,6 @@ STEPS_RE = re.compile(r" steps=(\S+)")
 ANALYTICS_RE = re.compile(
     r"analytics: days=(?P<days>\d+) weeks=(?P<weeks>\d+) .*?duration=(?P<duration>[\d.]+)s"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Lakehouse:

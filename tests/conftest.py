@@ -4,7 +4,6 @@ thrift service and a real S3-compatible server, and one session-wide SparkSessio
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -12,13 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from logberg.procs import free_port
+
 REPO = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,6 @@ import gzip
 import hashlib
 import json
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,16 +14,12 @@ from typing import Any
 
 import pytest
 
+from logberg.procs import free_port
+
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[1]
 BUCKET = "logberg"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +30,7 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
 
     env = {
         "LOGBERG_HOME": str(tmp_path_factory.mktemp("s3-home")),
-        "LOGBERG_S3_PORT": str(_free_port()),
+        "LOGBERG_S3_PORT": str(free_port()),
         "LOGBERG_TOOLS": os.environ.get("LOGBERG_TOOLS") or str(REPO / ".tools"),
     }
     saved = {k: os.environ.get(k) for k in env}
@@ -134,7 +129,7 @@ def test_a_missing_bucket_exits_2_and_writes_nothing(s3: dict[str, Any]) -> None
 def test_an_unreachable_endpoint_exits_2_and_writes_nothing(s3: dict[str, Any]) -> None:
     before = keys(s3["client"], "")
     done = generate(
-        s3, "--output", f"s3://{BUCKET}/down", "--endpoint-url", f"http://127.0.0.1:{_free_port()}"
+        s3, "--output", f"s3://{BUCKET}/down", "--endpoint-url", f"http://127.0.0.1:{free_port()}"
     )
     assert done.returncode == 2
     assert done.stderr.startswith("generate: error: cannot reach S3")

@@ -219,21 +219,21 @@ def test_the_regex_runs_once_per_line_whatever_is_filtered(spark, keep) -> None:
 
 
 def test_agent_lookup_gives_the_same_classes_as_row_by_row(spark) -> None:  # type: ignore[no-untyped-def]
-    from logberg.devices import agent_classes, agent_lookup
+    from logberg.devices import agent_lookup
 
     lines = [g[1] for g in GOOD] + [b[1] for b in BAD]
     parsed = parse_lines(_frame(spark, lines))
     cols = ["line_number", "device_type", "browser", "os", "is_bot"]
     inline = to_access_rows(parsed, F.current_timestamp()).select(cols)
-    # Lookups that know only some agents: the others are classified in place.
-    known = parsed.where(F.col("line_number") % 2 == 0).select("user_agent")
-    held = [r.user_agent for r in known.collect() if r.user_agent is not None]
+    # A lookup that knows only some agents: the others are classified in place.
+    known = parsed.where(F.col("line_number") % 2 == 0).select("user_agent").collect()
+    held = [r.user_agent for r in known if r.user_agent is not None]
     assert held
     quoting = ["it's \\ odd", 'a "quoted" agent', "\\x22curl/8\\x22"]
-    for lookup in (agent_classes(known), agent_lookup(spark, held + quoting)):
-        looked_up = to_access_rows(parsed, F.current_timestamp(), lookup).select(cols)
-        assert "BroadcastHashJoin" in _plan(looked_up)
-        assertDataFrameEqual(looked_up, inline)
+    lookup = agent_lookup(spark, held + quoting)
+    looked_up = to_access_rows(parsed, F.current_timestamp(), lookup).select(cols)
+    assert "BroadcastHashJoin" in _plan(looked_up)
+    assertDataFrameEqual(looked_up, inline)
 
 
 def test_driver_side_lookup_keeps_agents_exactly_and_runs_no_job(spark) -> None:  # type: ignore[no-untyped-def]

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, free_port, run_logberg
+from logberg.procs import free_port
+from tests.conftest import REPO, run_logberg
 from tests.pg import PgServer
 
 pytestmark = pytest.mark.integration

@@ -13,13 +13,13 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from logberg.errors import ServiceError
+from logberg.procs import free_port
 from logberg.settings import LocalSettings, java_home
 
 DUMP_ENV = "LOGBERG_CDS_DUMP"  # set by `build` for the one JVM that writes the archive
@@ -52,12 +52,6 @@ def java_options(settings: LocalSettings) -> str:
     return f"-XX:SharedArchiveFile={path} {QUIET}" if path.is_file() else ""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def build(settings: LocalSettings, force: bool = False) -> Path:
     """Run a small pipeline in a throw-away home and keep its JVM's class archive."""
     target = archive(settings)
@@ -69,7 +63,7 @@ def build(settings: LocalSettings, force: bool = False) -> Path:
         env.update(
             LOGBERG_HOME=tmp,
             LOGBERG_TOOLS=str(settings.tools),
-            LOGBERG_METASTORE_PORT=str(_free_port()),
+            LOGBERG_METASTORE_PORT=str(free_port()),
         )
         landing = Path(tmp) / "landing"
         generate = [

@@ -147,21 +147,6 @@ def _classes(ua: Column) -> Column:
     )
 
 
-def agent_classes(agents: DataFrame, agent: str = "user_agent") -> DataFrame:
-    """Distinct agents -> their classes: the lookup table for `classify_device`.
-
-    Agents repeat (a day of traffic has a few thousand distinct ones), and classifying one
-    costs ~100 substring tests, so classifying each distinct agent once and joining is much
-    cheaper than classifying every row.
-    """
-    return (
-        agents.select(F.col(agent).alias("_agent"))
-        .where(F.col("_agent").isNotNull())
-        .dropDuplicates(["_agent"])
-        .select("_agent", _classes(F.lower(F.col("_agent"))).alias("_classes"))
-    )
-
-
 def _sql_string(s: str) -> str:
     return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
@@ -169,8 +154,10 @@ def _sql_string(s: str) -> str:
 def agent_lookup(spark: SparkSession, agents: Iterable[str]) -> DataFrame:
     """The `classify_device` lookup for agents the driver already holds (e.g. a sample).
 
-    Built on an inline VALUES table, so Spark classifies the agents while planning
-    (ConvertToLocalRelation): no job and no generated code for ~100 substring tests.
+    Agents repeat (a day of traffic has a few thousand distinct ones), and classifying one
+    costs ~100 substring tests, so classifying each distinct agent once and joining is much
+    cheaper than classifying every row. Built on an inline VALUES table, so Spark
+    classifies the agents while planning (ConvertToLocalRelation): no job, no generated code.
     """
     distinct = sorted(set(agents))
     if not distinct:
@@ -185,7 +172,7 @@ def classify_device(
 ) -> DataFrame:
     """Add device_type, browser, os and is_bot from the user-agent column.
 
-    With `lookup` (from `agent_classes`) agents are looked up through a broadcast join;
+    With `lookup` (from `agent_lookup`) agents are looked up through a broadcast join;
     an agent missing from it is classified in place, so the result is the same either way.
     """
     inline = _classes(F.lower(F.col(agent)))

@@ -27,7 +27,8 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -269,10 +270,24 @@ def batches(files: list[InputFile], max_bytes: int) -> list[list[InputFile]]:
     return out
 
 
+@contextmanager
+def one_split_per_file(spark: SparkSession) -> Iterator[None]:
+    """Each file read whole by one task (for `read_lines`): exact line numbers."""
+    keys = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
+    saved = {k: str(spark.conf.get(k)) for k in keys}
+    try:
+        for k in keys:
+            spark.conf.set(k, ONE_FILE_PER_SPLIT)
+        yield
+    finally:
+        for k, v in saved.items():
+            spark.conf.set(k, v)
+
+
 def read_lines(spark: SparkSession, files: list[InputFile]) -> DataFrame:
     """Non-empty lines with their file URI and 1-based line number.
 
-    Each file is one input split (the session conf is set by `ingest`), so the row index in
+    Each file is one input split (under `one_split_per_file`), so the row index in
     the partition, taken from monotonically_increasing_id, is the line index in the file.
     """
     raw = spark.read.text([f.uri for f in files])
@@ -363,47 +378,42 @@ class BatchResult:
 
 def file_rows(
     spark: SparkSession, table: str, uris: Sequence[str]
-) -> list[tuple[str, dt.date | None, int]] | None:
-    """(source_file, date, rows) that `table` holds for these files, from data-file metadata.
+) -> list[tuple[str, dt.date | None, int]]:
+    """(source_file, date, rows) that `table` holds for these files.
 
-    No data is read: files ingest writes hold one source file each, and source_file has
-    full column metrics, so a data file's bounds name its file. Returns None when that does
-    not settle it (a compacted file whose bounds span one of `uris`, truncated bounds, or
-    delete files): the caller then counts rows.
+    Normally from data-file metadata, no data read: files ingest writes hold one source file
+    each, and source_file has full column metrics, so a data file's bounds name its file.
+    When that does not settle it (a compacted file whose bounds span one of `uris`,
+    truncated bounds, delete files), the rows are counted, pruned by those metrics.
     """
     want = set(uris)
-    date = "partition.date" if table == tables.ACCESS_LOGS else "CAST(NULL AS DATE)"
+    dated = table == tables.ACCESS_LOGS  # the only one partitioned by date
+    date = "date" if dated else "CAST(NULL AS DATE)"
     bounds = "readable_metrics.source_file"
     found = spark.sql(
-        f"SELECT content, {date} AS date, {bounds}.lower_bound AS lo, "
-        f"{bounds}.upper_bound AS hi, record_count AS n FROM {table}.files "
-        f"WHERE NOT ({bounds}.upper_bound < {_sql_list([min(uris)])} "
+        f"SELECT content, {'partition.date' if dated else date} AS date, "
+        f"{bounds}.lower_bound AS lo, {bounds}.upper_bound AS hi, record_count AS n "
+        f"FROM {table}.files WHERE NOT ({bounds}.upper_bound < {_sql_list([min(uris)])} "
         f"OR {bounds}.lower_bound > {_sql_list([max(uris)])})"
     ).collect()
     out: list[tuple[str, dt.date | None, int]] = []
     for r in found:
-        if r.content != 0 or r.lo is None or r.hi is None:
-            return None
-        if r.lo == r.hi:
+        settled = r.content == 0 and r.lo is not None and r.hi is not None
+        if settled and r.lo == r.hi:
             if r.lo in want:
                 out.append((r.lo, r.date, int(r.n)))
-        elif any(r.lo <= u <= r.hi for u in want):
-            return None
+        elif not settled or any(r.lo <= u <= r.hi for u in want):
+            counted = spark.sql(
+                f"SELECT source_file, {date} AS date, COUNT(*) AS n FROM {table} "
+                f"WHERE source_file IN ({_sql_list(uris)}) GROUP BY 1, 2"
+            ).collect()
+            return [(r.source_file, r.date, int(r.n)) for r in counted]
     return out
 
 
 def stored_files(spark: SparkSession, table: str, uris: Sequence[str]) -> list[str]:
-    """Which of these files already have rows (a re-run, a crash re-run, a changed file).
-
-    Cheap: from data-file metadata (`file_rows`), or else pruned by source_file's metrics.
-    """
-    known = file_rows(spark, table, uris)
-    if known is not None:
-        return sorted({f for f, _, _ in known})
-    rows = spark.sql(
-        f"SELECT DISTINCT source_file FROM {table} WHERE source_file IN ({_sql_list(uris)})"
-    ).collect()
-    return sorted(r.source_file for r in rows)
+    """Which of these files already have rows (a re-run, a crash re-run, a changed file)."""
+    return sorted({f for f, _, _ in file_rows(spark, table, uris)})
 
 
 def replace_rows(
@@ -476,17 +486,8 @@ def ingest_batch(spark: SparkSession, batch: list[InputFile], cfg: IngestConfig)
 
     # What the table now holds for these files, per file and day: the ledger's counts, the
     # batch's days, and the check that every line read landed once (table or rejects).
-    stored = file_rows(spark, tables.ACCESS_LOGS, uris)
-    if stored is None:
-        stored = [
-            (r.source_file, r.date, int(r.n))
-            for r in spark.sql(
-                f"SELECT source_file, date, COUNT(*) AS n FROM {tables.ACCESS_LOGS} "
-                f"WHERE source_file IN ({_sql_list(uris)}) GROUP BY source_file, date"
-            ).collect()
-        ]
     accepted_by_file: dict[str, int] = {}
-    for uri, date, n in stored:
+    for uri, date, n in file_rows(spark, tables.ACCESS_LOGS, uris):
         accepted_by_file[uri] = accepted_by_file.get(uri, 0) + n
         if date is not None:
             res.dates.add(date)
@@ -573,18 +574,9 @@ def ingest(spark: SparkSession, cfg: IngestConfig) -> BatchResult:
     todo, changed = plan(files, {} if fresh else ledger_state(spark), cfg.full)
     total = BatchResult()
     total.timed("setup", t0)
-    saved: dict[str, str] = {
-        k: str(spark.conf.get(k))
-        for k in ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
-    }
-    try:
-        spark.conf.set("spark.sql.files.maxPartitionBytes", ONE_FILE_PER_SPLIT)
-        spark.conf.set("spark.sql.files.openCostInBytes", ONE_FILE_PER_SPLIT)
+    with one_split_per_file(spark):
         for batch in batches(todo, cfg.max_bytes_per_commit):
             total.add(ingest_batch(spark, batch, cfg))
-    finally:
-        for k, v in saved.items():
-            spark.conf.set(k, v)
     if total.lines != total.accepted + total.rejected:
         raise AssertionError(
             f"read {total.lines} != accepted {total.accepted} + rejected {total.rejected}"

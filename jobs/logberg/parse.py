@@ -137,7 +137,7 @@ def add_time_columns(df: DataFrame) -> DataFrame:
 def enrich(parsed_ok: DataFrame, agents: DataFrame | None = None) -> DataFrame:
     """Good parsed rows -> the access_logs columns (less file/run bookkeeping).
 
-    `agents`: an optional `devices.agent_classes` lookup (same result, faster).
+    `agents`: an optional `devices.agent_lookup` table (same result, faster).
     """
     df = split_request(parsed_ok)
     df = add_time_columns(df)

@@ -25,8 +25,6 @@ import datetime as dt
 import hashlib
 import re
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -214,22 +212,6 @@ def ledger_with_runs(
     return {r.path: (int(r.size), r.modification_time, str(r.run_id)) for r in rows}
 
 
-@contextmanager
-def one_split_per_file(spark: SparkSession) -> Iterator[None]:
-    """Each file read whole by one task, as `ingest` does: exact line numbers."""
-    from logberg.ingest import ONE_FILE_PER_SPLIT
-
-    keys = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
-    saved = {k: str(spark.conf.get(k)) for k in keys}
-    try:
-        for k in keys:
-            spark.conf.set(k, ONE_FILE_PER_SPLIT)
-        yield
-    finally:
-        for k, v in saved.items():
-            spark.conf.set(k, v)
-
-
 def record_run(
     spark: SparkSession,
     run_id: str,
@@ -279,7 +261,7 @@ def ingest_files(
         run_id=run_id,
     )
     total = ingest.BatchResult()
-    with one_split_per_file(spark):
+    with ingest.one_split_per_file(spark):
         for part in ingest.batches(todo, cfg.max_bytes_per_commit):
             total.add(ingest.ingest_batch(spark, part, run_cfg))
     if total.lines != total.accepted + total.rejected:
