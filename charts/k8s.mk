@@ -73,6 +73,7 @@ image-spark: ## build images/spark (logberg-spark:<logberg version>; context = r
 	@$(NEED_DOCKER)
 	DOCKER_BUILDKIT=1 $(DOCKER) build -f images/spark/Dockerfile \
 	  --build-arg SPARK_IMAGE_TAG=$(call pin,spark,image_tag) \
+	  --build-arg JDK_IMAGE=$(call pin,java,jdk_image) \
 	  --build-arg SPARK_MINOR=$(SPARK_MINOR_PIN) \
 	  --build-arg SCALA=$(call pin,spark,scala) \
 	  --build-arg ICEBERG=$(call pin,iceberg,version) \

@@ -7,12 +7,15 @@ import os
 import re
 import stat
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 import tomllib
 import yaml
+
+from logberg.settings import java_home
 
 pytestmark = pytest.mark.static
 
@@ -51,6 +54,7 @@ def test_spark_dockerfile_pins_equal_versions_toml() -> None:
     args = arg_defaults(SPARK)
     spark = PINS["spark"]
     assert args["SPARK_IMAGE_TAG"] == spark["image_tag"]
+    assert args["JDK_IMAGE"] == PINS["java"]["jdk_image"]
     assert spark["image_tag"].startswith(f"{spark['version']}-scala{spark['scala']}-")
     assert args["SPARK_MINOR"] == ".".join(spark["version"].split(".")[:2])
     assert args["SCALA"] == spark["scala"]
@@ -108,6 +112,28 @@ def test_spark_image_installs_logberg_without_a_second_pyspark() -> None:
         "COPY --chown=root:root --chmod=0644 jobs/spark_entry.py /opt/logberg/spark_entry.py"
         in text
     )
+
+
+def test_spark_image_compiles_the_line_parser_with_a_jdk(tmp_path: Path) -> None:
+    ins = instructions(SPARK)
+    build = next(i for i in ins if "python3 -m logberg.jvm /parser" in i)
+    assert "JAVA_HOME=/opt/jdk" in build and "ln -s /opt/spark/jars/* /parser/" in build
+    assert "COPY --from=jdk /opt/java/openjdk /opt/jdk" in ins
+    assert "COPY --from=parser --chown=root:root /parser/logberg-parser.jar /opt/spark/jars/" in ins
+    # The same command, here: Spark's jars in a folder, the parser jar built beside them.
+    import pyspark
+
+    for jar in (Path(pyspark.__file__).parent / "jars").glob("*.jar"):
+        (tmp_path / jar.name).symlink_to(jar)
+    env = dict(os.environ, JAVA_HOME=str(java_home()))
+    proc = subprocess.run(
+        [sys.executable, "-m", "logberg.jvm", str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "logberg-parser.jar").stat().st_size > 0
 
 
 def test_dockerfiles_are_non_root_and_fetch_verified_jars() -> None:

@@ -104,6 +104,7 @@ def test_end_to_end_counts_match_ground_truth(spark, lakehouse_env, dataset) -> 
     landing, manifest = dataset
     r = ingest(landing, lakehouse_env)
     assert f"lines_read={manifest['totals']['lines']}" in r.stdout
+    assert "kept during the parse" in r.stdout  # no second read for the rejects
     assert counts(spark, manifest) == expected(manifest)
     run = spark.sql(
         "SELECT lines_read, accepted, rejected, files FROM nginx_logs.ingest_runs "
@@ -182,6 +183,18 @@ def test_rejects_keep_raw_line_reason_and_line_number(spark, dataset) -> None:  
     assert by_reason.get("bad_timestamp", 0) == kinds["bad_timestamp"]
     assert by_reason.get("unparseable", 0) == kinds["truncated"] + kinds["garbage"]
     assert all(r.lo >= 1 and r.empty == 0 for r in rows)
+
+
+def test_rejects_over_the_memory_budget_are_read_again(  # type: ignore[no-untyped-def]
+    spark, tmp_path: Path, monkeypatch, capsys
+) -> None:
+    from logberg import ingest as ig
+
+    manifest = generate(tmp_path, 23, "--end-date", "2025-03-01")
+    monkeypatch.setattr(ig, "REJECT_BUDGET_CHARS", 100)
+    ig.ingest(spark, ig.IngestConfig(inputs=[tmp_path.as_uri()]))
+    assert "read again from the files" in capsys.readouterr().out
+    assert counts(spark, manifest) == expected(manifest)
 
 
 def test_partition_pruning_on_date_and_hour(spark, dataset) -> None:  # type: ignore[no-untyped-def]
@@ -274,3 +287,4 @@ def test_changed_file_has_its_rows_replaced(spark, lakehouse_env, tmp_path: Path
         f"SELECT url FROM nginx_logs.access_logs WHERE source_file = '{uri}'"
     ).collect()
     assert sorted(r.url for r in rows) == sorted(f"/p{s}" for s in range(20, 45))
+

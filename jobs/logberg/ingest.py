@@ -14,7 +14,8 @@ Exactness:
   per file, the parse, and the rows each commit added).
 
 Speed (bench/README.md): one parse per line, no cache, no shuffle of the rows; agents are
-classified once per distinct agent; rejects are re-read by position, not re-parsed in bulk.
+classified once per distinct agent; rejected lines are kept (bounded) while the batch is
+written, so they need no second read.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from pyspark.sql import functions as F
 from logberg import tables
 from logberg.devices import agent_lookup
 from logberg.errors import ConfigError
-from logberg.parse import enrich, parse_lines
+from logberg.parse import RejectSink, enrich, parse_lines
 from logberg.tables import qualified
 
 if TYPE_CHECKING:
@@ -52,6 +53,9 @@ LINE_BITS = 33  # line numbers below 2**33 per file; the file's index goes above
 SAMPLE_FILES = 16
 SAMPLE_BYTES = 512 << 10
 MAX_LOOKUP_AGENTS = 5_000
+# Rejected lines are kept while a batch is written, up to this many characters; beyond it
+# (a batch of mostly garbage) they are read from the files again.
+REJECT_BUDGET_CHARS = 32 << 20
 TAG = "logberg.commit"  # snapshot summary key: which batch made the commit
 
 
@@ -460,7 +464,8 @@ def ingest_batch(spark: SparkSession, batch: list[InputFile], cfg: IngestConfig)
     t = res.timed("agents", t)
 
     seen = Observation("logberg_ingest")
-    parsed = parse_lines(lines).observe(
+    sink = RejectSink(spark, REJECT_BUDGET_CHARS)
+    parsed = parse_lines(lines, sink=sink).observe(
         seen,
         F.count(F.lit(1)).alias("lines"),
         F.count("reject_reason").alias("rejected"),
@@ -481,7 +486,7 @@ def ingest_batch(spark: SparkSession, batch: list[InputFile], cfg: IngestConfig)
     for pos in rejects_at:
         uri = uris[(pos >> LINE_BITS) - 1]
         rejected_by_file[uri] = rejected_by_file.get(uri, 0) + 1
-    added_rej = write_rejects(spark, batch, rejects_at, rejected_by_file, cfg, now, tag)
+    added_rej = write_rejects(spark, batch, rejects_at, rejected_by_file, cfg, now, tag, sink)
     t = res.timed("rejects", t)
 
     # What the table now holds for these files, per file and day: the ledger's counts, the
@@ -526,8 +531,10 @@ def write_rejects(
     cfg: IngestConfig,
     now: Column,
     tag: str,
+    sink: RejectSink | None = None,
 ) -> int:
-    """Parse only the located lines again (from the files that have any) into the rejects.
+    """Commit the rejected lines: the ones `sink` kept during the parse, when it holds
+    every located line; else the located lines read again from the files that have any.
 
     Returns the number of rejects the commit added.
     """
@@ -537,10 +544,16 @@ def write_rejects(
         if old:  # a changed file that no longer has rejects
             spark.sql(f"DELETE FROM {tables.REJECTS} WHERE source_file IN ({_sql_list(old)})")
         return 0
-    with_rejects = [f for f in batch if f.uri in rejected_by_file]
-    at = spark.createDataFrame([(p,) for p in rejects_at], "pos BIGINT")
-    lines = read_lines(spark, with_rejects).select("*", position(uris).alias("pos"))
-    located = lines.join(F.broadcast(at), "pos", "left_semi").drop("pos")
+    kept = sink.lines() if sink is not None else None
+    if kept is not None and kept.count() == len(rejects_at):
+        located = kept
+        print(f"rejects: {len(rejects_at)} line(s) kept during the parse", flush=True)
+    else:
+        print(f"rejects: {len(rejects_at)} line(s) read again from the files", flush=True)
+        with_rejects = [f for f in batch if f.uri in rejected_by_file]
+        at = spark.createDataFrame([(p,) for p in rejects_at], "pos BIGINT")
+        lines = read_lines(spark, with_rejects).select("*", position(uris).alias("pos"))
+        located = lines.join(F.broadcast(at), "pos", "left_semi").drop("pos")
     rejects = to_rejects(parse_lines(located), cfg.run_id, now)
     return replace_rows(spark, tables.REJECTS, rejects, uris, tag)[1]
 

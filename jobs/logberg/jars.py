@@ -6,7 +6,8 @@ Run by ``make setup`` (``logberg setup-jars``). Groups:
 * ``s3``: hadoop-aws and the AWS SDK v2 bundle it is built against (s3a://);
 * ``hadoop``: hadoop-common and friends, for the standalone metastore;
 * ``jdbc``: the PostgreSQL driver, for the metastore;
-* the Hive standalone metastore distribution itself (Maven Central, classifier ``bin``).
+* the Hive standalone metastore distribution itself (Maven Central, classifier ``bin``);
+* logberg's own line parser (``logberg.jvm``), compiled against PySpark's jars.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import urllib.request
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from logberg import jvm
 from logberg.errors import ConfigError, ServiceError
 from logberg.settings import LocalSettings, java_home
 from logberg.versions import Pins, pins
@@ -57,7 +59,7 @@ def hive_home(tools: Path) -> Path:
 
 
 def spark_jars(tools: Path) -> list[Path]:
-    """Jars a local Spark session adds to PySpark's own (spark.jars)."""
+    """Jars a local Spark session adds to PySpark's own: Iceberg, s3a, logberg's parser."""
     found = sorted(jar_dir(tools, "spark").glob("*.jar")) + sorted(
         jar_dir(tools, "s3").glob("*.jar")
     )
@@ -65,7 +67,7 @@ def spark_jars(tools: Path) -> list[Path]:
         raise ConfigError(
             f"no Iceberg/s3a jars under {tools / 'jars'} (LOGBERG_TOOLS); run `make setup`"
         )
-    return found
+    return [*found, jvm.local_jar(tools)]
 
 
 def metastore_classpath(tools: Path) -> list[Path]:
@@ -180,4 +182,5 @@ def resolve(settings: LocalSettings | None = None) -> Path:
                 ],
                 Path(tmp),
             )
+    jvm.local_jar(tools)  # logberg's own line parser, compiled here
     return tools

@@ -1,111 +1,82 @@
 """Pure DataFrame -> DataFrame transforms that turn raw nginx lines into access-log rows.
 
-One pass on the JVM: a single possessive regex rewrites each line into \\x01-separated fields
-(`regexp_replace`), and one `split` cuts it. No Python UDF anywhere. A line that does not
-match stays unchanged, so it splits into one part: that is how unparseable lines are found.
+The line itself is parsed on the JVM by logberg's own Java UDF (`dev.logberg.ParseLine`,
+jobs/logberg/java, built by `logberg.jvm`): one left-to-right scan per line that yields the
+typed fields, the request's parts and the reject reason. It replaced a regex, a `split` and
+a date formatter (bench/README.md). No Python UDF anywhere.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from logberg.devices import classify_device
+from logberg.errors import ConfigError
 
-SEP = "\u0001"
-# remote_addr ident remote_user [time_local] "request" status bytes "referer" "agent" rest
-# nginx escapes '"' and control bytes as \xHH, so quoted fields never hold a raw quote.
-LINE_RE = (
-    r'^(\S++) (\S++) (\S++) \[([^\]]*+)\] "([^"]*+)" (\S++) (\S++) "([^"]*+)" "([^"]*+)"(.*+)$'
-)
-FIELDS = ["ip", "ident", "user", "time", "request", "status", "size", "referer", "agent", "rest"]
-REPLACEMENT = SEP.join(f"${i}" for i in range(1, len(FIELDS) + 1))
-TIME_FORMAT = "dd/MMM/yyyy:HH:mm:ss Z"
-IP_CHARS = r"^[0-9A-Fa-f:.]{2,45}$"
-
+PARSE_UDF = "logberg_parse_line"
+PARSE_CLASS = "dev.logberg.ParseLine"
 REJECT_REASONS = ("unparseable", "bad_ip", "bad_timestamp", "bad_status", "bad_size")
 
 
-def _dash_null(c: Column) -> Column:
-    return F.when(c == "-", F.lit(None)).otherwise(c)
+def register(spark: SparkSession) -> None:
+    """Make the JVM line parser callable as `PARSE_UDF` in this session."""
+    parser = spark.sparkContext._jvm.dev.logberg.ParseLine  # type: ignore[union-attr]
+    return_type = parser.RETURN_TYPE
+    if not isinstance(return_type, str):  # py4j hands back a package for a missing class
+        raise ConfigError(
+            f"{PARSE_CLASS} is not on the Spark class path: run `make setup` (local), or use "
+            "the logberg Spark image (images/spark), which has it in /opt/spark/jars"
+        )
+    spark.udf.registerJavaFunction(PARSE_UDF, PARSE_CLASS, return_type)
 
 
-def split_fields(lines: DataFrame, value: str = "value") -> DataFrame:
-    """Add `parts`: the line's fields, or a single element when the line does not match."""
-    return lines.withColumn(
-        "parts", F.split(F.regexp_replace(F.col(value), LINE_RE, REPLACEMENT), SEP)
-    )
+class RejectSink:
+    """Rejected lines kept while a batch is parsed (dev.logberg.RejectCollector), bounded.
 
-
-def parse_lines(lines: DataFrame, value: str = "value") -> DataFrame:
-    """Raw lines -> typed fields plus `reject_reason` (NULL for a good line).
-
-    Input: a column `value` with one log line per row (other columns are kept).
-
-    The typed fields come out of a generator (`inline` of a one-element array), which is an
-    optimisation barrier: Catalyst cannot push a later filter on `reject_reason` below it.
-    Without it, `.where(reject_reason IS NULL)` is rewritten in terms of `value` and the regex
-    is copied into every reference (15 copies, 6x slower, measured in bench/README.md).
+    `parse_lines(lines, sink=...)` adds every line it rejects, with its source_file and
+    line_number; `lines()` then gives them as a DataFrame, or None when they passed
+    `budget_chars` (the caller reads them from the files again).
     """
-    df = split_fields(lines, value)
-    p = F.col("parts")
-    matched = F.size(p) == len(FIELDS)
-    f = {name: F.when(matched, F.get(p, i)) for i, name in enumerate(FIELDS)}
-    ts = F.try_to_timestamp(f["time"], F.lit(TIME_FORMAT))
-    status = F.when(f["status"].rlike(r"^[1-5][0-9][0-9]$"), f["status"].cast("int"))
-    size = F.when(f["size"] == "-", F.lit(0).cast("long")).otherwise(
-        F.when(f["size"].rlike(r"^[0-9]{1,18}$"), f["size"].cast("long"))
-    )
-    forwarded = F.when(f["rest"].startswith(' "'), F.get(F.split(f["rest"], '"'), 1))
-    typed = F.struct(
-        matched.alias("_matched"),
-        f["ip"].rlike(IP_CHARS).alias("_ip_ok"),
-        f["ip"].alias("ip_address"),
-        _dash_null(f["user"]).alias("remote_user"),
-        ts.alias("timestamp"),
-        f["request"].alias("request"),
-        status.alias("status_code"),
-        size.alias("response_size"),
-        _dash_null(f["referer"]).alias("referer"),
-        _dash_null(f["agent"]).alias("user_agent"),
-        _dash_null(forwarded).alias("forwarded_for"),
-    )
-    out = df.select(*[F.col(c) for c in lines.columns], F.inline(F.array(typed)))
-    reason = (
-        F.when(~F.col("_matched"), F.lit("unparseable"))
-        .when(~F.col("_ip_ok"), F.lit("bad_ip"))
-        .when(F.col("timestamp").isNull(), F.lit("bad_timestamp"))
-        .when(F.col("status_code").isNull(), F.lit("bad_status"))
-        .when(F.col("response_size").isNull(), F.lit("bad_size"))
-    )
-    return out.select("*", reason.alias("reject_reason")).drop("_matched", "_ip_ok")
+
+    UDF = "logberg_parse_line_keeping_rejects"
+    VIEW = "logberg_batch_rejects"
+
+    def __init__(self, spark: SparkSession, budget_chars: int) -> None:
+        register(spark)
+        self._spark = spark
+        self._jvm = spark.sparkContext._jvm.dev.logberg.RejectCollector(budget_chars)  # type: ignore[union-attr]
+        self._jvm.registerParser(spark._jsparkSession, self.UDF)
+
+    def parse(self, value: Column) -> Column:
+        return F.call_udf(self.UDF, value, F.col("source_file"), F.col("line_number"))
+
+    def lines(self) -> DataFrame | None:
+        """source_file, line_number, value of each line kept; None if over budget."""
+        if self._jvm.overflowed():
+            return None
+        self._jvm.publish(self._spark._jsparkSession, self.VIEW)
+        return self._spark.table(self.VIEW)
 
 
-def split_request(df: DataFrame) -> DataFrame:
-    """`request` -> method, url, url_path, query_string, protocol, file_extension.
+def parse_lines(
+    lines: DataFrame, value: str = "value", sink: RejectSink | None = None
+) -> DataFrame:
+    """Raw lines -> typed fields, request parts and `reject_reason` (NULL for a good line).
 
-    `METHOD target HTTP/x.y` is the normal case; HTTP/0.9 `GET /` keeps method and url with
-    a NULL protocol; anything else (`-`, a TLS handshake `\\x16\\x03…`) keeps only `request`.
+    Input: a column `value` with one log line per row (other columns are kept). Output
+    columns: ip_address, remote_user, timestamp (UTC), request, status_code, response_size,
+    referer, user_agent, forwarded_for, method, url, url_path, query_string, protocol,
+    file_extension, reject_reason (see ParseLine.java for the grammar and each field).
+
+    The fields come out of a generator (`inline` of a one-element array), which is an
+    optimisation barrier: Catalyst cannot push a later filter on `reject_reason` below it,
+    where it would call the parser again for every reference.
     """
-    parts = F.split(F.col("request"), " ")
-    n = F.size(parts)
-    method_ok = F.get(parts, 0).rlike(r"^[A-Z]{1,20}$")
-    full = (n == 3) & method_ok & F.get(parts, 2).startswith("HTTP/")
-    http09 = (n == 2) & method_ok
-    url = F.when(full | http09, F.get(parts, 1))
-    path = F.substring_index(url, "?", 1)
-    last = F.substring_index(path, "/", -1)
-    return df.select(
-        "*",
-        F.when(full | http09, F.get(parts, 0)).alias("method"),
-        url.alias("url"),
-        path.alias("url_path"),
-        F.when(url.contains("?"), F.expr("substr(url, instr(url, '?') + 1)")).alias("query_string"),
-        F.when(full, F.get(parts, 2)).alias("protocol"),
-        F.when(last.contains("."), F.lower(F.substring_index(last, ".", -1))).alias(
-            "file_extension"
-        ),
-    )
+    register(lines.sparkSession)
+    # With a sink, `lines` needs source_file and line_number columns too.
+    parsed = F.call_udf(PARSE_UDF, F.col(value)) if sink is None else sink.parse(F.col(value))
+    return lines.select(*[F.col(c) for c in lines.columns], F.inline(F.array(parsed)))
 
 
 def status_category(code: Column) -> Column:
@@ -139,7 +110,6 @@ def enrich(parsed_ok: DataFrame, agents: DataFrame | None = None) -> DataFrame:
 
     `agents`: an optional `devices.agent_lookup` table (same result, faster).
     """
-    df = split_request(parsed_ok)
-    df = add_time_columns(df)
+    df = add_time_columns(parsed_ok)
     df = df.withColumn("status_category", status_category(F.col("status_code")))
     return classify_device(df, "user_agent", agents)

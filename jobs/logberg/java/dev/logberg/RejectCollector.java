@@ -1,0 +1,126 @@
+package dev.logberg;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.api.java.UDF3;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.util.AccumulatorV2;
+
+/**
+ * The rejected lines of one ingest batch, gathered while the batch is parsed and written, so
+ * that they need no second read of the files.
+ *
+ * <p>An accumulator, so it is bounded: once the raw lines it holds pass {@code budgetChars}
+ * it stops keeping lines and says so ({@link #overflowed()}); the job then reads the rejects
+ * again from the files, as before. Spark may apply a task's updates more than once (a retried
+ * stage), so {@link #frame} keeps one row per (file, line).
+ */
+public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
+  private static final long serialVersionUID = 1L;
+
+  /** The rows {@link #frame} returns. */
+  public static final String SCHEMA = "source_file STRING, line_number BIGINT, value STRING";
+
+  private final long budgetChars;
+  private ArrayList<Row> rows = new ArrayList<>();
+  private long chars;
+  private boolean overflowed;
+
+  public RejectCollector(long budgetChars) {
+    this.budgetChars = budgetChars;
+  }
+
+  @Override
+  public boolean isZero() {
+    return rows.isEmpty() && !overflowed;
+  }
+
+  @Override
+  public RejectCollector copy() {
+    final RejectCollector c = new RejectCollector(budgetChars);
+    c.rows = new ArrayList<>(rows);
+    c.chars = chars;
+    c.overflowed = overflowed;
+    return c;
+  }
+
+  @Override
+  public void reset() {
+    rows = new ArrayList<>();
+    chars = 0;
+    overflowed = false;
+  }
+
+  @Override
+  public void add(Row row) {
+    if (overflowed) return;
+    final long size = row.getString(2).length() + row.getString(0).length();
+    if (chars + size > budgetChars) {
+      overflowed = true;
+      rows = new ArrayList<>();
+      chars = 0;
+      return;
+    }
+    rows.add(row);
+    chars += size;
+  }
+
+  @Override
+  public void merge(AccumulatorV2<Row, List<Row>> other) {
+    final RejectCollector o = (RejectCollector) other;
+    if (o.overflowed) {
+      overflowed = true;
+      rows = new ArrayList<>();
+      chars = 0;
+      return;
+    }
+    for (Row r : o.rows) add(r);
+  }
+
+  @Override
+  public List<Row> value() {
+    return rows;
+  }
+
+  public boolean overflowed() {
+    return overflowed;
+  }
+
+  /** The collected lines, one row per (source_file, line_number), as the temp view `view`. */
+  public long publish(SparkSession spark, String view) {
+    final Map<List<Object>, Row> unique = new LinkedHashMap<>();
+    for (Row r : rows) unique.putIfAbsent(List.of(r.get(0), r.get(1)), r);
+    final Dataset<Row> frame =
+        spark.createDataFrame(new ArrayList<>(unique.values()), StructType.fromDDL(SCHEMA));
+    frame.createOrReplaceTempView(view);
+    return unique.size();
+  }
+
+  /**
+   * Register {@code name(value, source_file, line_number)}: {@link ParseLine}'s result, and
+   * every line it rejects added to this collector.
+   */
+  public void registerParser(SparkSession spark, String name) {
+    if (!isRegistered()) {
+      spark.sparkContext().register(this, name);
+    }
+    final ParseLine parser = new ParseLine();
+    final RejectCollector sink = this;
+    final UDF3<String, String, Long, Row> udf =
+        (line, file, lineNumber) -> {
+          final Row parsed = parser.call(line);
+          if (parsed != null && !parsed.isNullAt(ParseLine.REASON)) {
+            sink.add(RowFactory.create(file, lineNumber, line));
+          }
+          return parsed;
+        };
+    spark.udf().register(name, udf, DataType.fromDDL(ParseLine.RETURN_TYPE));
+  }
+}

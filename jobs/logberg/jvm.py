@@ -1,0 +1,117 @@
+"""logberg's own JVM code (java/dev/logberg/*.java), compiled once into a small jar.
+
+The line parser (`dev.logberg.ParseLine`, a Spark Java UDF) replaces a regex, a split and a
+date formatter per line (bench/README.md). Locally, `make setup` (`logberg setup-jars`)
+builds it into .tools/jars/logberg/, named after the sources and the PySpark version, and a
+local session finds it there (building it first if the sources changed). The Spark image
+builds the same jar into /opt/spark/jars (images/spark/Dockerfile runs
+`python3 -m logberg.jvm /opt/spark/jars`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from logberg.errors import ConfigError, ServiceError
+
+SOURCES = Path(__file__).parent / "java"
+JAR_PREFIX = "logberg-parser"
+ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # fixed entry times: the same sources give the same jar
+
+
+def sources() -> list[Path]:
+    found = sorted(SOURCES.rglob("*.java"))
+    if not found:
+        raise ConfigError(f"no Java sources under {SOURCES}: the logberg install is incomplete")
+    return found
+
+
+def fingerprint(spark_version: str) -> str:
+    h = hashlib.sha256(spark_version.encode())
+    for src in sources():
+        h.update(src.relative_to(SOURCES).as_posix().encode())
+        h.update(src.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def javac(java_home: Path) -> Path:
+    exe = java_home / "bin" / "javac"
+    if not exe.is_file():
+        raise ConfigError(
+            f"JAVA_HOME={java_home} has no bin/javac: logberg compiles its line parser "
+            "with a JDK 17 (a JRE is not enough)"
+        )
+    return exe
+
+
+def build(spark_jars: Path, target: Path, java_home: Path) -> Path:
+    """Compile the sources against the Spark jars in `spark_jars` into the jar `target`."""
+    if not any(spark_jars.glob("spark-sql-api*.jar")):
+        raise ConfigError(f"{spark_jars}: no Spark jars to compile the line parser against")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        classes = Path(tmp) / "classes"
+        cmd = [
+            str(javac(java_home)),
+            "--release",
+            "17",
+            "-Xlint:all,-path,-serial",
+            "-Werror",
+            "-cp",
+            str(spark_jars / "*"),
+            "-d",
+            str(classes),
+            *map(str, sources()),
+        ]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise ServiceError(f"javac failed:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+        # Written beside the target, then renamed: a partial jar never has the final name.
+        partial = target.with_name(f".{target.name}.{os.getpid()}")
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as jar:
+            for cls in sorted(classes.rglob("*.class")):
+                info = zipfile.ZipInfo(cls.relative_to(classes).as_posix(), ZIP_TIME)
+                info.compress_type = zipfile.ZIP_DEFLATED
+                jar.writestr(info, cls.read_bytes())
+        os.replace(partial, target)
+    return target
+
+
+def local_jar(tools: Path) -> Path:
+    """The parser jar for this PySpark and these sources under `tools`, built if missing."""
+    import pyspark
+
+    from logberg.settings import java_home
+
+    folder = tools / "jars" / "logberg"
+    target = folder / f"{JAR_PREFIX}-{fingerprint(pyspark.__version__)}.jar"
+    if target.is_file():
+        return target
+    build(Path(pyspark.__file__).parent / "jars", target, java_home())
+    for old in folder.glob(f"{JAR_PREFIX}-*.jar"):
+        if old != target:
+            old.unlink(missing_ok=True)
+    return target
+
+
+def main(argv: Sequence[str]) -> int:
+    """`python -m logberg.jvm SPARK_JARS_DIR`: build the jar into that folder (images)."""
+    if len(argv) != 1:
+        print("usage: python -m logberg.jvm SPARK_JARS_DIR", file=sys.stderr)
+        return 2
+    folder = Path(argv[0])
+    home = Path(os.environ.get("JAVA_HOME", "/opt/java/openjdk"))
+    out = build(folder, folder / f"{JAR_PREFIX}.jar", home)
+    print(f"built {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,46 @@
+"""Building logberg's JVM parser jar (logberg.jvm) with the real javac."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pyspark
+import pytest
+
+from logberg import jvm
+from logberg.errors import ConfigError
+from logberg.settings import java_home
+
+SPARK_JARS = Path(pyspark.__file__).parent / "jars"
+
+
+def test_build_is_reproducible_and_holds_the_parser(tmp_path: Path) -> None:
+    a = jvm.build(SPARK_JARS, tmp_path / "a" / "p.jar", java_home())
+    b = jvm.build(SPARK_JARS, tmp_path / "b" / "p.jar", java_home())
+    assert a.read_bytes() == b.read_bytes()
+    with zipfile.ZipFile(a) as jar:
+        assert "dev/logberg/ParseLine.class" in jar.namelist()
+    assert not list(a.parent.glob(".*")), "no partial jar left behind"
+
+
+def test_local_jar_is_named_after_sources_and_spark(tmp_path: Path) -> None:
+    jar = jvm.local_jar(tmp_path)
+    assert jar.name == f"{jvm.JAR_PREFIX}-{jvm.fingerprint(pyspark.__version__)}.jar"
+    assert jvm.fingerprint(pyspark.__version__) != jvm.fingerprint("0.0.0")
+    stale = jar.with_name(f"{jvm.JAR_PREFIX}-000000000000.jar")
+    stale.write_bytes(b"old")
+    jar.unlink()
+    assert jvm.local_jar(tmp_path) == jar and jar.is_file()
+    assert not stale.exists(), "a jar for other sources is removed"
+
+
+def test_a_jre_without_javac_fails_naming_java_home(tmp_path: Path) -> None:
+    (tmp_path / "bin").mkdir()
+    with pytest.raises(ConfigError, match=f"JAVA_HOME={tmp_path} has no bin/javac"):
+        jvm.build(SPARK_JARS, tmp_path / "p.jar", tmp_path)
+
+
+def test_no_spark_jars_fails_naming_the_folder(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=str(tmp_path)):
+        jvm.build(tmp_path, tmp_path / "p.jar", java_home())
