@@ -420,6 +420,20 @@ def stored_files(spark: SparkSession, table: str, uris: Sequence[str]) -> list[s
     return sorted({f for f, _, _ in file_rows(spark, table, uris)})
 
 
+def mixed_file_spans(spark: SparkSession, table: str, uris: Sequence[str]) -> bool:
+    """Whether a data file holding several source files (compaction's output) has
+    `source_file` bounds around one of these files, so that Iceberg cannot tell from its
+    metrics whether an overwrite by source_file drops all of its rows or none."""
+    b = "readable_metrics.source_file"
+    lo, hi = f"{b}.lower_bound", f"{b}.upper_bound"
+    found = spark.sql(
+        f"SELECT {lo} AS lo, {hi} AS hi FROM {table}.files WHERE content = 0 AND "
+        f"({lo} IS NULL OR {hi} IS NULL OR ({lo} != {hi} AND NOT ({hi} < "
+        f"{_sql_list([min(uris)])} OR {lo} > {_sql_list([max(uris)])})))"
+    ).collect()
+    return any(r.lo is None or r.hi is None or any(r.lo <= u <= r.hi for u in uris) for r in found)
+
+
 def replace_rows(
     spark: SparkSession, table: str, rows: DataFrame, uris: Sequence[str], tag: str
 ) -> tuple[int | None, int]:
@@ -427,15 +441,19 @@ def replace_rows(
 
     Normally one commit: an overwrite by source_file (data files of these files only are
     dropped, whole). Rows that share data files with other files (after compaction) are
-    deleted row-level first. Returns the commit's snapshot id and the rows it added, found
-    by `tag` in the snapshot summary.
+    deleted row-level first; and when such a file's bounds span one of these files, the
+    rows are appended instead (an overwrite would fail: Iceberg cannot tell from metrics
+    that none of that file's rows match). Returns the commit's snapshot id and the rows it
+    added, found by `tag` in the snapshot summary.
     """
     old = stored_files(spark, table, uris)
     if old:
         spark.sql(f"DELETE FROM {table} WHERE source_file IN ({_sql_list(old)})")
-    rows.writeTo(qualified(spark, table)).option(f"snapshot-property.{TAG}", tag).overwrite(
-        F.col("source_file").isin(list(uris))
-    )
+    writer = rows.writeTo(qualified(spark, table)).option(f"snapshot-property.{TAG}", tag)
+    if mixed_file_spans(spark, table, uris):
+        writer.append()  # these files have no rows left: appending is exact
+    else:
+        writer.overwrite(F.col("source_file").isin(list(uris)))
     found = spark.sql(
         f"SELECT snapshot_id, summary['added-records'] FROM {table}.snapshots "
         f"WHERE summary['{TAG}'] = '{tag}'"
