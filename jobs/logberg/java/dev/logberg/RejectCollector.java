@@ -109,7 +109,9 @@ public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
    */
   public void registerParser(SparkSession spark, String name) {
     if (!isRegistered()) {
-      spark.sparkContext().register(this, name);
+      // Unnamed: Spark reports a named accumulator's value to its listeners after every
+      // task (as text, for the UI), which for thousands of lines costs more than keeping them.
+      spark.sparkContext().register(this);
     }
     final ParseLine parser = new ParseLine();
     final RejectCollector sink = this;
