@@ -221,10 +221,12 @@ def test_sink_keeps_exactly_the_rejected_lines(spark) -> None:  # type: ignore[n
     parsed.collect()  # evaluated twice: each line is still kept once
     kept = sink.lines()
     assert kept is not None
+    frame, count = kept
     assertDataFrameEqual(
-        kept,
+        frame,
         [Row(source_file="file:/a.log", line_number=n, value=lines[n - 1]) for n in (2, 3, 5)],
     )
+    assert count == 3
 
 
 def test_sink_over_budget_keeps_nothing_and_says_so(spark) -> None:  # type: ignore[no-untyped-def]

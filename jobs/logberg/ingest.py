@@ -380,15 +380,18 @@ class BatchResult:
         return now
 
 
-def file_rows(
+def stored_rows(
     spark: SparkSession, table: str, uris: Sequence[str]
-) -> list[tuple[str, dt.date | None, int]]:
-    """(source_file, date, rows) that `table` holds for these files.
+) -> tuple[list[tuple[str, dt.date | None, int]], bool]:
+    """(source_file, date, rows) that `table` holds for these files, and whether some data
+    file mixes them with other files.
 
     Normally from data-file metadata, no data read: files ingest writes hold one source file
     each, and source_file has full column metrics, so a data file's bounds name its file.
     When that does not settle it (a compacted file whose bounds span one of `uris`,
-    truncated bounds, delete files), the rows are counted, pruned by those metrics.
+    truncated bounds, delete files), the rows are counted, pruned by those metrics, and the
+    second value is True: Iceberg cannot tell from metrics either whether such a file's
+    rows match a filter on source_file.
     """
     want = set(uris)
     dated = table == tables.ACCESS_LOGS  # the only one partitioned by date
@@ -411,27 +414,20 @@ def file_rows(
                 f"SELECT source_file, {date} AS date, COUNT(*) AS n FROM {table} "
                 f"WHERE source_file IN ({_sql_list(uris)}) GROUP BY 1, 2"
             ).collect()
-            return [(r.source_file, r.date, int(r.n)) for r in counted]
-    return out
+            return [(r.source_file, r.date, int(r.n)) for r in counted], True
+    return out, False
+
+
+def file_rows(
+    spark: SparkSession, table: str, uris: Sequence[str]
+) -> list[tuple[str, dt.date | None, int]]:
+    """(source_file, date, rows) that `table` holds for these files (see `stored_rows`)."""
+    return stored_rows(spark, table, uris)[0]
 
 
 def stored_files(spark: SparkSession, table: str, uris: Sequence[str]) -> list[str]:
     """Which of these files already have rows (a re-run, a crash re-run, a changed file)."""
     return sorted({f for f, _, _ in file_rows(spark, table, uris)})
-
-
-def mixed_file_spans(spark: SparkSession, table: str, uris: Sequence[str]) -> bool:
-    """Whether a data file holding several source files (compaction's output) has
-    `source_file` bounds around one of these files, so that Iceberg cannot tell from its
-    metrics whether an overwrite by source_file drops all of its rows or none."""
-    b = "readable_metrics.source_file"
-    lo, hi = f"{b}.lower_bound", f"{b}.upper_bound"
-    found = spark.sql(
-        f"SELECT {lo} AS lo, {hi} AS hi FROM {table}.files WHERE content = 0 AND "
-        f"({lo} IS NULL OR {hi} IS NULL OR ({lo} != {hi} AND NOT ({hi} < "
-        f"{_sql_list([min(uris)])} OR {lo} > {_sql_list([max(uris)])})))"
-    ).collect()
-    return any(r.lo is None or r.hi is None or any(r.lo <= u <= r.hi for u in uris) for r in found)
 
 
 def replace_rows(
@@ -441,16 +437,17 @@ def replace_rows(
 
     Normally one commit: an overwrite by source_file (data files of these files only are
     dropped, whole). Rows that share data files with other files (after compaction) are
-    deleted row-level first; and when such a file's bounds span one of these files, the
-    rows are appended instead (an overwrite would fail: Iceberg cannot tell from metrics
-    that none of that file's rows match). Returns the commit's snapshot id and the rows it
-    added, found by `tag` in the snapshot summary.
+    deleted row-level first; and then the rows are appended instead (an overwrite would
+    fail: Iceberg cannot tell from metrics that none of a mixed file's rows match).
+    Returns the commit's snapshot id and the rows it added, found by `tag` in the snapshot
+    summary.
     """
-    old = stored_files(spark, table, uris)
+    held, mixed = stored_rows(spark, table, uris)
+    old = sorted({f for f, _, _ in held})
     if old:
         spark.sql(f"DELETE FROM {table} WHERE source_file IN ({_sql_list(old)})")
     writer = rows.writeTo(qualified(spark, table)).option(f"snapshot-property.{TAG}", tag)
-    if mixed_file_spans(spark, table, uris):
+    if mixed:
         writer.append()  # these files have no rows left: appending is exact
     else:
         writer.overwrite(F.col("source_file").isin(list(uris)))
@@ -563,8 +560,8 @@ def write_rejects(
             spark.sql(f"DELETE FROM {tables.REJECTS} WHERE source_file IN ({_sql_list(old)})")
         return 0
     kept = sink.lines() if sink is not None else None
-    if kept is not None and kept.count() == len(rejects_at):
-        located = kept
+    if kept is not None and kept[1] == len(rejects_at):
+        located = kept[0]
         print(f"rejects: {len(rejects_at)} line(s) kept during the parse", flush=True)
     else:
         print(f"rejects: {len(rejects_at)} line(s) read again from the files", flush=True)

@@ -4,8 +4,8 @@ The line parser (`dev.logberg.ParseLine`, a Spark Java UDF) replaces a regex, a 
 date formatter per line (bench/README.md). Locally, `make setup` (`logberg setup-jars`)
 builds it into .tools/jars/logberg/, named after the sources and the PySpark version, and a
 local session finds it there (building it first if the sources changed). The Spark image
-builds the same jar into /opt/spark/jars (images/spark/Dockerfile runs
-`python3 -m logberg.jvm /opt/spark/jars`).
+builds the same jar in a build stage with a JDK (`python3 -m logberg.jvm DIR`, DIR holding
+links to the image's Spark jars) and copies it into /opt/spark/jars (images/spark/Dockerfile).
 """
 
 from __future__ import annotations

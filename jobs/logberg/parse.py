@@ -35,8 +35,8 @@ class RejectSink:
     """Rejected lines kept while a batch is parsed (dev.logberg.RejectCollector), bounded.
 
     `parse_lines(lines, sink=...)` adds every line it rejects, with its source_file and
-    line_number; `lines()` then gives them as a DataFrame, or None when they passed
-    `budget_chars` (the caller reads them from the files again).
+    line_number; `lines()` then gives them as a DataFrame with their count, or None when
+    they passed `budget_chars` (the caller reads them from the files again).
     """
 
     UDF = "logberg_parse_line_keeping_rejects"
@@ -51,12 +51,13 @@ class RejectSink:
     def parse(self, value: Column) -> Column:
         return F.call_udf(self.UDF, value, F.col("source_file"), F.col("line_number"))
 
-    def lines(self) -> DataFrame | None:
-        """source_file, line_number, value of each line kept; None if over budget."""
+    def lines(self) -> tuple[DataFrame, int] | None:
+        """(source_file, line_number, value of each line kept; their count), or None if
+        over budget."""
         if self._jvm.overflowed():
             return None
-        self._jvm.publish(self._spark._jsparkSession, self.VIEW)
-        return self._spark.table(self.VIEW)
+        n = int(self._jvm.publish(self._spark._jsparkSession, self.VIEW))
+        return self._spark.table(self.VIEW), n
 
 
 def parse_lines(

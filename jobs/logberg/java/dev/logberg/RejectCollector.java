@@ -20,12 +20,12 @@ import org.apache.spark.util.AccumulatorV2;
  * <p>An accumulator, so it is bounded: once the raw lines it holds pass {@code budgetChars}
  * it stops keeping lines and says so ({@link #overflowed()}); the job then reads the rejects
  * again from the files, as before. Spark may apply a task's updates more than once (a retried
- * stage), so {@link #frame} keeps one row per (file, line).
+ * stage), so {@link #publish} keeps one row per (file, line).
  */
 public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
   private static final long serialVersionUID = 1L;
 
-  /** The rows {@link #frame} returns. */
+  /** The rows {@link #publish} makes visible. */
   public static final String SCHEMA = "source_file STRING, line_number BIGINT, value STRING";
 
   private final long budgetChars;
@@ -93,7 +93,10 @@ public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
     return overflowed;
   }
 
-  /** The collected lines, one row per (source_file, line_number), as the temp view `view`. */
+  /**
+   * The collected lines, one row per (source_file, line_number), as the temp view {@code view};
+   * returns how many rows it holds.
+   */
   public long publish(SparkSession spark, String view) {
     final Map<List<Object>, Row> unique = new LinkedHashMap<>();
     for (Row r : rows) unique.putIfAbsent(List.of(r.get(0), r.get(1)), r);
