@@ -20,7 +20,9 @@ def test_build_is_reproducible_and_holds_the_parser(tmp_path: Path) -> None:
     b = jvm.build(SPARK_JARS, tmp_path / "b" / "p.jar", java_home())
     assert a.read_bytes() == b.read_bytes()
     with zipfile.ZipFile(a) as jar:
-        assert "dev/logberg/ParseLine.class" in jar.namelist()
+        names = jar.namelist()
+    for cls in ("ParseLine", "LineScan", "LogLines", "RejectCollector"):
+        assert f"dev/logberg/{cls}.class" in names
     assert not list(a.parent.glob(".*")), "no partial jar left behind"
 
 

@@ -1,4 +1,4 @@
-"""The JVM line parser's edges (dev.logberg.ParseLine), through Spark as the jobs call it.
+"""The JVM line parser's edges (dev.logberg.LineScan, through the ParseLine UDF) in Spark.
 
 Each case names the field that matters; the expected values are written out by hand (dates
 checked against Python's datetime where that is an independent oracle).
@@ -10,7 +10,6 @@ import datetime as dt
 
 import pytest
 from pyspark.sql import Row
-from pyspark.testing import assertDataFrameEqual
 
 from logberg.parse import REJECT_REASONS, parse_lines
 
@@ -202,36 +201,3 @@ def test_request_parts(spark) -> None:  # type: ignore[no-untyped-def]
     for (request, want), row in zip(REQUESTS, rows, strict=True):
         assert tuple(row[c] for c in cols) == want, request
         assert (row.request, row.reject_reason) == (request, None)
-
-
-def _located(spark, lines: list[str]):  # type: ignore[no-untyped-def]
-    return spark.createDataFrame(
-        [("file:/a.log", i + 1, v) for i, v in enumerate(lines)],
-        "source_file STRING, line_number BIGINT, value STRING",
-    )
-
-
-def test_sink_keeps_exactly_the_rejected_lines(spark) -> None:  # type: ignore[no-untyped-def]
-    from logberg.parse import RejectSink
-
-    lines = [_line(), "garbage", _line(status="x"), _line(), _line(ip="?")]
-    sink = RejectSink(spark, budget_chars=10_000)
-    parsed = parse_lines(_located(spark, lines), sink=sink)
-    parsed.collect()
-    parsed.collect()  # evaluated twice: each line is still kept once
-    kept = sink.lines()
-    assert kept is not None
-    frame, count = kept
-    assertDataFrameEqual(
-        frame,
-        [Row(source_file="file:/a.log", line_number=n, value=lines[n - 1]) for n in (2, 3, 5)],
-    )
-    assert count == 3
-
-
-def test_sink_over_budget_keeps_nothing_and_says_so(spark) -> None:  # type: ignore[no-untyped-def]
-    from logberg.parse import RejectSink
-
-    sink = RejectSink(spark, budget_chars=30)
-    parse_lines(_located(spark, ["garbage " * 3, "more garbage " * 3]), sink=sink).collect()
-    assert sink.lines() is None

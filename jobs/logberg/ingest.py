@@ -28,8 +28,7 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -39,13 +38,12 @@ from pyspark.sql import functions as F
 from logberg import tables
 from logberg.devices import agent_lookup
 from logberg.errors import ConfigError
-from logberg.parse import RejectSink, enrich, parse_lines
+from logberg.parse import RejectSink, enrich, parse_lines, read_parsed
 from logberg.tables import qualified
 
 if TYPE_CHECKING:
     from logberg.stream import FollowConfig
 
-ONE_FILE_PER_SPLIT = str(1 << 40)  # each file is read whole by one task: exact line numbers
 DT_RE = re.compile(r"/dt=(\d{4}-\d{2}-\d{2})/")
 LINE_BITS = 33  # line numbers below 2**33 per file; the file's index goes above them
 # The agent lookup comes from the first SAMPLE_BYTES of up to SAMPLE_FILES files of a batch,
@@ -201,7 +199,7 @@ def to_rejects(parsed: DataFrame, run_id: str, rejected_at: Column) -> DataFrame
 
 @dataclass(frozen=True)
 class InputFile:
-    uri: str  # the encoded URI Spark reports as _metadata.file_path
+    uri: str  # the encoded URI (Hadoop's Path.toUri): the rows' source_file
     size: int
     modified: dt.datetime
 
@@ -274,35 +272,6 @@ def batches(files: list[InputFile], max_bytes: int) -> list[list[InputFile]]:
     return out
 
 
-@contextmanager
-def one_split_per_file(spark: SparkSession) -> Iterator[None]:
-    """Each file read whole by one task (for `read_lines`): exact line numbers."""
-    keys = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
-    saved = {k: str(spark.conf.get(k)) for k in keys}
-    try:
-        for k in keys:
-            spark.conf.set(k, ONE_FILE_PER_SPLIT)
-        yield
-    finally:
-        for k, v in saved.items():
-            spark.conf.set(k, v)
-
-
-def read_lines(spark: SparkSession, files: list[InputFile]) -> DataFrame:
-    """Non-empty lines with their file URI and 1-based line number.
-
-    Each file is one input split (under `one_split_per_file`), so the row index in
-    the partition, taken from monotonically_increasing_id, is the line index in the file.
-    """
-    raw = spark.read.text([f.uri for f in files])
-    rows = raw.select(
-        "value",
-        F.col("_metadata.file_path").alias("source_file"),
-        (F.monotonically_increasing_id().bitwiseAND(F.lit((1 << 33) - 1)) + 1).alias("line_number"),
-    )
-    return rows.where(F.col("value") != "")  # not length(): that counts every character
-
-
 def _sql_list(values: Sequence[str]) -> str:
     return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
 
@@ -311,7 +280,7 @@ def head_bytes(spark: SparkSession, uri: str, n: int) -> bytes:
     """Up to `n` bytes from the start of a file (decompressed for .gz), via Hadoop's FS."""
     jvm: Any = spark.sparkContext._jvm
     conf = spark.sparkContext._jsc.hadoopConfiguration()
-    path = jvm.org.apache.hadoop.fs.Path(uri)
+    path = jvm.org.apache.hadoop.fs.Path(jvm.java.net.URI(uri))  # uri is encoded
     stream = path.getFileSystem(conf).open(path)
     try:
         codec = jvm.org.apache.hadoop.io.compress.CompressionCodecFactory(conf).getCodec(path)
@@ -464,14 +433,13 @@ def ingest_batch(spark: SparkSession, batch: list[InputFile], cfg: IngestConfig)
     """Read, parse and commit one batch of files:
 
     1. the agent lookup table, from the agents at the head of some files (driver-side);
-    2. the parse, writing access_logs; rejected lines are only located (file, line);
-    3. the files with rejects are read again and only those lines parsed into the rejects.
+    2. one read of the files, parsed as it is read, writing access_logs; rejected lines are
+       located (file, line) and kept in memory, bounded;
+    3. the kept lines (or, over that bound, the files that have rejects, read again) into
+       the rejects table.
     """
     uris = [f.uri for f in batch]
     res = BatchResult(files=len(batch), bytes=sum(f.size for f in batch))
-    lines = read_lines(spark, batch)
-    if lines.rdd.getNumPartitions() != len(batch):
-        raise RuntimeError("expected one input split per file; line numbers would be wrong")
 
     tag = f"{cfg.run_id}-{uuid.uuid4().hex[:8]}"
     t = time.monotonic()
@@ -480,7 +448,7 @@ def ingest_batch(spark: SparkSession, batch: list[InputFile], cfg: IngestConfig)
 
     seen = Observation("logberg_ingest")
     sink = RejectSink(spark, REJECT_BUDGET_CHARS)
-    parsed = parse_lines(lines, sink=sink).observe(
+    parsed = read_parsed(spark, uris, sink).observe(
         seen,
         F.count(F.lit(1)).alias("lines"),
         F.count("reject_reason").alias("rejected"),
@@ -549,7 +517,7 @@ def write_rejects(
     sink: RejectSink | None = None,
 ) -> int:
     """Commit the rejected lines: the ones `sink` kept during the parse, when it holds
-    every located line; else the located lines read again from the files that have any.
+    every located line; else the rejected lines of the files that have any, read again.
 
     Returns the number of rejects the commit added.
     """
@@ -561,15 +529,12 @@ def write_rejects(
         return 0
     kept = sink.lines() if sink is not None else None
     if kept is not None and kept[1] == len(rejects_at):
-        located = kept[0]
+        located = parse_lines(kept[0])
         print(f"rejects: {len(rejects_at)} line(s) kept during the parse", flush=True)
     else:
         print(f"rejects: {len(rejects_at)} line(s) read again from the files", flush=True)
-        with_rejects = [f for f in batch if f.uri in rejected_by_file]
-        at = spark.createDataFrame([(p,) for p in rejects_at], "pos BIGINT")
-        lines = read_lines(spark, with_rejects).select("*", position(uris).alias("pos"))
-        located = lines.join(F.broadcast(at), "pos", "left_semi").drop("pos")
-    rejects = to_rejects(parse_lines(located), cfg.run_id, now)
+        located = read_parsed(spark, [u for u in uris if u in rejected_by_file])
+    rejects = to_rejects(located, cfg.run_id, now)
     return replace_rows(spark, tables.REJECTS, rejects, uris, tag)[1]
 
 
@@ -602,9 +567,8 @@ def ingest(spark: SparkSession, cfg: IngestConfig) -> BatchResult:
     todo, changed = plan(files, {} if fresh else ledger_state(spark), cfg.full)
     total = BatchResult()
     total.timed("setup", t0)
-    with one_split_per_file(spark):
-        for batch in batches(todo, cfg.max_bytes_per_commit):
-            total.add(ingest_batch(spark, batch, cfg))
+    for batch in batches(todo, cfg.max_bytes_per_commit):
+        total.add(ingest_batch(spark, batch, cfg))
     if total.lines != total.accepted + total.rejected:
         raise AssertionError(
             f"read {total.lines} != accepted {total.accepted} + rejected {total.rejected}"

@@ -1,7 +1,8 @@
 """logberg's own JVM code (java/dev/logberg/*.java), compiled once into a small jar.
 
-The line parser (`dev.logberg.ParseLine`, a Spark Java UDF) replaces a regex, a split and a
-date formatter per line (bench/README.md). Locally, `make setup` (`logberg setup-jars`)
+The line parser (`dev.logberg.LineScan`; a Spark Java UDF, `ParseLine`, and a data source
+that parses files as it reads them, `LogLines`) replaces a regex, a split and a date
+formatter per line (bench/README.md). Locally, `make setup` (`logberg setup-jars`)
 builds it into .tools/jars/logberg/, named after the sources and the PySpark version, and a
 local session finds it there (building it first if the sources changed). The Spark image
 builds the same jar in a build stage with a JDK (`python3 -m logberg.jvm DIR`, DIR holding

@@ -1,12 +1,16 @@
 """Pure DataFrame -> DataFrame transforms that turn raw nginx lines into access-log rows.
 
-The line itself is parsed on the JVM by logberg's own Java UDF (`dev.logberg.ParseLine`,
+The line itself is parsed on the JVM by logberg's own scanner (`dev.logberg.LineScan`,
 jobs/logberg/java, built by `logberg.jvm`): one left-to-right scan per line that yields the
 typed fields, the request's parts and the reject reason. It replaced a regex, a `split` and
-a date formatter (bench/README.md). No Python UDF anywhere.
+a date formatter (bench/README.md). It is called two ways: as a Java UDF on a column of
+lines (`parse_lines`), and as a data source that parses the bytes of log files while it
+reads them (`read_parsed`, ingest's reader). No Python UDF anywhere.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -16,6 +20,7 @@ from logberg.errors import ConfigError
 
 PARSE_UDF = "logberg_parse_line"
 PARSE_CLASS = "dev.logberg.ParseLine"
+LINES_SOURCE = "dev.logberg.LogLines"  # the same parser as a data source (ingest's reader)
 REJECT_REASONS = ("unparseable", "bad_ip", "bad_timestamp", "bad_status", "bad_size")
 
 
@@ -32,24 +37,19 @@ def register(spark: SparkSession) -> None:
 
 
 class RejectSink:
-    """Rejected lines kept while a batch is parsed (dev.logberg.RejectCollector), bounded.
+    """Rejected lines kept while a batch is read (dev.logberg.RejectCollector), bounded.
 
-    `parse_lines(lines, sink=...)` adds every line it rejects, with its source_file and
+    `read_parsed(..., sink=...)` adds every line it rejects, with its source_file and
     line_number; `lines()` then gives them as a DataFrame with their count, or None when
     they passed `budget_chars` (the caller reads them from the files again).
     """
 
-    UDF = "logberg_parse_line_keeping_rejects"
     VIEW = "logberg_batch_rejects"
 
     def __init__(self, spark: SparkSession, budget_chars: int) -> None:
-        register(spark)
         self._spark = spark
         self._jvm = spark.sparkContext._jvm.dev.logberg.RejectCollector(budget_chars)  # type: ignore[union-attr]
-        self._jvm.registerParser(spark._jsparkSession, self.UDF)
-
-    def parse(self, value: Column) -> Column:
-        return F.call_udf(self.UDF, value, F.col("source_file"), F.col("line_number"))
+        self.id = str(self._jvm.register(spark._jsparkSession))
 
     def lines(self) -> tuple[DataFrame, int] | None:
         """(source_file, line_number, value of each line kept; their count), or None if
@@ -60,23 +60,36 @@ class RejectSink:
         return self._spark.table(self.VIEW), n
 
 
-def parse_lines(
-    lines: DataFrame, value: str = "value", sink: RejectSink | None = None
+def read_parsed(
+    spark: SparkSession, uris: Sequence[str], sink: RejectSink | None = None
 ) -> DataFrame:
+    """The lines of these files, parsed as they are read (`dev.logberg.LogLines`).
+
+    Columns: source_file (the URI as given), line_number (1-based; empty lines are counted,
+    not returned), value (the raw line of a rejected line, else NULL), then the fields of
+    `parse_lines`. Each file is read whole by one task. Rejected lines also go to `sink`.
+    """
+    register(spark)  # the class path check, with its clear error
+    reader = spark.read.format(LINES_SOURCE).option("files", "\n".join(uris))
+    if sink is not None:
+        reader = reader.option("rejects", sink.id)
+    return reader.load()
+
+
+def parse_lines(lines: DataFrame, value: str = "value") -> DataFrame:
     """Raw lines -> typed fields, request parts and `reject_reason` (NULL for a good line).
 
     Input: a column `value` with one log line per row (other columns are kept). Output
     columns: ip_address, remote_user, timestamp (UTC), request, status_code, response_size,
     referer, user_agent, forwarded_for, method, url, url_path, query_string, protocol,
-    file_extension, reject_reason (see ParseLine.java for the grammar and each field).
+    file_extension, reject_reason (see LineScan.java for the grammar and each field).
 
     The fields come out of a generator (`inline` of a one-element array), which is an
     optimisation barrier: Catalyst cannot push a later filter on `reject_reason` below it,
     where it would call the parser again for every reference.
     """
     register(lines.sparkSession)
-    # With a sink, `lines` needs source_file and line_number columns too.
-    parsed = F.call_udf(PARSE_UDF, F.col(value)) if sink is None else sink.parse(F.col(value))
+    parsed = F.call_udf(PARSE_UDF, F.col(value))
     return lines.select(*[F.col(c) for c in lines.columns], F.inline(F.array(parsed)))
 
 

@@ -261,9 +261,8 @@ def ingest_files(
         run_id=run_id,
     )
     total = ingest.BatchResult()
-    with ingest.one_split_per_file(spark):
-        for part in ingest.batches(todo, cfg.max_bytes_per_commit):
-            total.add(ingest.ingest_batch(spark, part, run_cfg))
+    for part in ingest.batches(todo, cfg.max_bytes_per_commit):
+        total.add(ingest.ingest_batch(spark, part, run_cfg))
     if total.lines != total.accepted + total.rejected:
         raise AssertionError(
             f"read {total.lines} != accepted {total.accepted} + rejected {total.rejected}"

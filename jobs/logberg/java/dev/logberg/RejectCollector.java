@@ -1,9 +1,11 @@
 package dev.logberg;
 
+import java.lang.ref.WeakReference;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
@@ -27,6 +29,10 @@ public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
 
   /** The rows {@link #publish} makes visible. */
   public static final String SCHEMA = "source_file STRING, line_number BIGINT, value STRING";
+
+  /** Registered collectors by id, for {@link LogLines}' option {@code rejects}. */
+  private static final Map<String, WeakReference<RejectCollector>> REGISTERED =
+      new ConcurrentHashMap<>();
 
   private final long budgetChars;
   private ArrayList<Row> rows = new ArrayList<>();
@@ -107,15 +113,36 @@ public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
   }
 
   /**
-   * Register {@code name(value, source_file, line_number)}: {@link ParseLine}'s result, and
-   * every line it rejects added to this collector.
+   * Register this collector with Spark (once) and return its id: {@link LogLines} adds the
+   * lines it rejects here when its option {@code rejects} is that id.
    */
-  public void registerParser(SparkSession spark, String name) {
+  public String register(SparkSession spark) {
     if (!isRegistered()) {
       // Unnamed: Spark reports a named accumulator's value to its listeners after every
       // task (as text, for the UI), which for thousands of lines costs more than keeping them.
       spark.sparkContext().register(this);
+      REGISTERED.values().removeIf(ref -> ref.get() == null);
+      REGISTERED.put(String.valueOf(id()), new WeakReference<>(this));
     }
+    return String.valueOf(id());
+  }
+
+  /** The registered collector with this id (on the driver, where scans are planned). */
+  static RejectCollector lookup(String id) {
+    final WeakReference<RejectCollector> ref = REGISTERED.get(id);
+    final RejectCollector found = ref == null ? null : ref.get();
+    if (found == null) {
+      throw new IllegalArgumentException("no RejectCollector registered with id " + id);
+    }
+    return found;
+  }
+
+  /**
+   * Register {@code name(value, source_file, line_number)}: {@link ParseLine}'s result, and
+   * every line it rejects added to this collector.
+   */
+  public void registerParser(SparkSession spark, String name) {
+    register(spark);
     final ParseLine parser = new ParseLine();
     final RejectCollector sink = this;
     final UDF3<String, String, Long, Row> udf =

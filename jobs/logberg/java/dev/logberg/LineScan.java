@@ -1,0 +1,352 @@
+package dev.logberg;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Locale;
+
+/**
+ * One nginx "combined" line (plus an optional quoted X-Forwarded-For), as UTF-8 bytes, to the
+ * positions and values of its fields, in one left-to-right scan: no regex, no intermediate
+ * strings, no date formatter. {@link ParseLine} (the UDF) and {@link LogLines} (the source)
+ * both read lines through it, so they accept and reject the same lines.
+ *
+ * <p>Grammar: the regex {@code ^(\S+) (\S+) (\S+) \[([^\]]*)\] "([^"]*)" (\S+) (\S+)
+ * "([^"]*)" "([^"]*)"(.*)$} with possessive quantifiers, where {@code \S} is anything but
+ * space, tab, LF, VT, FF and CR:
+ *
+ * <pre>
+ * ip SP ident SP user SP "[" time "]" SP '"' request '"' SP status SP size
+ *    SP '"' referer '"' SP '"' agent '"' rest
+ * </pre>
+ *
+ * nginx escapes '"' and control bytes inside quoted fields as \xHH, so a quoted field never
+ * holds a raw quote. {@code rest} is ignored unless it starts with {@code  "}: then its first
+ * quoted value is X-Forwarded-For. Every delimiter is ASCII and UTF-8 never uses ASCII bytes
+ * inside a multi-byte character, so scanning bytes gives what scanning characters would.
+ *
+ * <p>After {@link #scan}, {@link #reason} is null for a good line, else the first of bad_ip,
+ * bad_timestamp, bad_status, bad_size that applies, or "unparseable" for a line outside the
+ * grammar (then no other field is set). A field is the byte range [start, end) of {@link
+ * #bytes}; a negative start means null ("-" is null in remote_user, referer, user_agent and
+ * forwarded_for, and 0 in response_size).
+ */
+final class LineScan {
+  static final String UNPARSEABLE = "unparseable";
+  private static final byte[] HTTP = "HTTP/".getBytes(StandardCharsets.US_ASCII);
+  private static final String[] MONTHS = {
+    "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"
+  };
+
+  byte[] bytes;
+  String reason;
+  int ipStart, ipEnd, userStart, userEnd, reqStart, reqEnd;
+  int refStart, refEnd, agentStart, agentEnd, fwdStart, fwdEnd;
+  /** Request parts; all start at -1 when the request is not {@code METHOD target [HTTP/x]}. */
+  int methodStart, methodEnd, urlStart, urlEnd, pathEnd, queryStart, protoStart, protoEnd;
+  /** The file extension's range; it is lower-cased by {@link #extension}. */
+  int extStart, extEnd;
+  /** Microseconds since the epoch, UTC; valid when {@link #timestampOk}. */
+  long micros;
+  boolean timestampOk;
+  int status; // -1: bad
+  long size; // -1: bad
+
+  /** Scan {@code b[from, to)}; returns true for a good line. */
+  boolean scan(byte[] b, int from, int to) {
+    bytes = b;
+    reason = UNPARSEABLE;
+    ipStart = from;
+    int i = from;
+    // ip, ident, user: non-blank runs, each followed by one space.
+    ipEnd = token(b, i, to);
+    if (ipEnd <= i || !at(b, ipEnd, to, ' ')) return false;
+    i = ipEnd + 1;
+    final int identEnd = token(b, i, to);
+    if (identEnd <= i || !at(b, identEnd, to, ' ')) return false;
+    final int uStart = identEnd + 1;
+    final int uEnd = token(b, uStart, to);
+    if (uEnd <= uStart || !at(b, uEnd, to, ' ') || !at(b, uEnd + 1, to, '[')) return false;
+    // [time]
+    final int timeStart = uEnd + 2;
+    final int timeEnd = indexOf(b, ']', timeStart, to);
+    if (timeEnd < 0 || !at(b, timeEnd + 1, to, ' ') || !at(b, timeEnd + 2, to, '"')) {
+      return false;
+    }
+    // "request"
+    reqStart = timeEnd + 3;
+    reqEnd = indexOf(b, '"', reqStart, to);
+    if (reqEnd < 0 || !at(b, reqEnd + 1, to, ' ')) return false;
+    // status, size
+    final int statusStart = reqEnd + 2;
+    final int statusEnd = token(b, statusStart, to);
+    if (statusEnd <= statusStart || !at(b, statusEnd, to, ' ')) return false;
+    final int sizeStart = statusEnd + 1;
+    final int sizeEnd = token(b, sizeStart, to);
+    if (sizeEnd <= sizeStart || !at(b, sizeEnd, to, ' ') || !at(b, sizeEnd + 1, to, '"')) {
+      return false;
+    }
+    // "referer" "agent"
+    final int rStart = sizeEnd + 2;
+    final int rEnd = indexOf(b, '"', rStart, to);
+    if (rEnd < 0 || !at(b, rEnd + 1, to, ' ') || !at(b, rEnd + 2, to, '"')) return false;
+    final int aStart = rEnd + 3;
+    final int aEnd = indexOf(b, '"', aStart, to);
+    if (aEnd < 0) return false;
+    // rest: ` "forwarded-for"` when present; anything else is ignored.
+    fwdStart = -1;
+    fwdEnd = -1;
+    final int restStart = aEnd + 1;
+    if (at(b, restStart, to, ' ') && at(b, restStart + 1, to, '"')) {
+      final int s = restStart + 2;
+      final int close = indexOf(b, '"', s, to);
+      dashNull(b, s, close < 0 ? to : close);
+      fwdStart = nullStart;
+      fwdEnd = nullEnd;
+    }
+    dashNull(b, uStart, uEnd);
+    userStart = nullStart;
+    userEnd = nullEnd;
+    dashNull(b, rStart, rEnd);
+    refStart = nullStart;
+    refEnd = nullEnd;
+    dashNull(b, aStart, aEnd);
+    agentStart = nullStart;
+    agentEnd = nullEnd;
+
+    final boolean ipOk = ipChars(b, from, ipEnd);
+    timestampOk = timestamp(b, timeStart, timeEnd);
+    status = status(b, statusStart, statusEnd);
+    size = size(b, sizeStart, sizeEnd);
+    if (!ipOk) {
+      reason = "bad_ip";
+    } else if (!timestampOk) {
+      reason = "bad_timestamp";
+    } else if (status < 0) {
+      reason = "bad_status";
+    } else if (size < 0) {
+      reason = "bad_size";
+    } else {
+      reason = null;
+    }
+    request(b, reqStart, reqEnd);
+    return reason == null;
+  }
+
+  /**
+   * {@code METHOD target HTTP/x.y} to method, url, url_path, query_string, protocol and
+   * file_extension. HTTP/0.9 {@code GET /} has a null protocol; anything else (a TLS handshake,
+   * {@code -}) gives all nulls. The extension is the text after the last dot of the path's
+   * last segment.
+   */
+  private void request(byte[] b, int from, int to) {
+    methodStart = methodEnd = urlStart = urlEnd = pathEnd = queryStart = -1;
+    protoStart = protoEnd = extStart = extEnd = -1;
+    final int sp1 = indexOf(b, ' ', from, to);
+    if (sp1 < from + 1 || sp1 > from + 20) return;
+    for (int i = from; i < sp1; i++) {
+      if (b[i] < 'A' || b[i] > 'Z') return;
+    }
+    final int sp2 = indexOf(b, ' ', sp1 + 1, to);
+    final int uEnd;
+    if (sp2 < 0) {
+      uEnd = to; // HTTP/0.9
+    } else {
+      if (indexOf(b, ' ', sp2 + 1, to) >= 0 || !startsWith(b, sp2 + 1, to, HTTP)) return;
+      uEnd = sp2;
+      protoStart = sp2 + 1;
+      protoEnd = to;
+    }
+    methodStart = from;
+    methodEnd = sp1;
+    urlStart = sp1 + 1;
+    urlEnd = uEnd;
+    final int q = indexOf(b, '?', urlStart, urlEnd);
+    pathEnd = q < 0 ? urlEnd : q;
+    queryStart = q < 0 ? -1 : q + 1;
+    int dot = -1;
+    for (int i = pathEnd - 1; i >= urlStart; i--) {
+      if (b[i] == '/') break;
+      if (b[i] == '.') {
+        dot = i;
+        break;
+      }
+    }
+    if (dot >= 0) {
+      extStart = dot + 1;
+      extEnd = pathEnd;
+    }
+  }
+
+  /** The file extension, lower-cased (Locale.ROOT), as UTF-8; null when there is none. */
+  byte[] extension() {
+    if (extStart < 0) return null;
+    final byte[] out = new byte[extEnd - extStart];
+    for (int i = extStart; i < extEnd; i++) {
+      final byte c = bytes[i];
+      if (c < 0) { // not ASCII: lower-case it as text
+        return new String(bytes, extStart, extEnd - extStart, StandardCharsets.UTF_8)
+            .toLowerCase(Locale.ROOT)
+            .getBytes(StandardCharsets.UTF_8);
+      }
+      out[i - extStart] = c >= 'A' && c <= 'Z' ? (byte) (c + 32) : c;
+    }
+    return out;
+  }
+
+  private int nullStart, nullEnd;
+
+  private void dashNull(byte[] b, int from, int to) {
+    final boolean dash = to - from == 1 && b[from] == '-';
+    nullStart = dash ? -1 : from;
+    nullEnd = dash ? -1 : to;
+  }
+
+  private static boolean at(byte[] b, int i, int to, char c) {
+    return i < to && b[i] == c;
+  }
+
+  private static boolean startsWith(byte[] b, int i, int to, byte[] prefix) {
+    if (to - i < prefix.length) return false;
+    for (int k = 0; k < prefix.length; k++) {
+      if (b[i + k] != prefix[k]) return false;
+    }
+    return true;
+  }
+
+  private static int indexOf(byte[] b, char c, int from, int to) {
+    for (int i = from; i < to; i++) {
+      if (b[i] == c) return i;
+    }
+    return -1;
+  }
+
+  /** End of the run of non-blank bytes from {@code i} ({@code i} itself when none). */
+  private static int token(byte[] b, int i, int to) {
+    while (i < to) {
+      final byte c = b[i];
+      if (c == ' ' || (c >= '\t' && c <= '\r')) break;
+      i++;
+    }
+    return i;
+  }
+
+  /** 2 to 45 of [0-9A-Fa-f:.]: an IPv4 or IPv6 address's characters. */
+  static boolean ipChars(byte[] b, int from, int to) {
+    final int len = to - from;
+    if (len < 2 || len > 45) return false;
+    for (int i = from; i < to; i++) {
+      final byte c = b[i];
+      final boolean ok =
+          (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+              || c == ':' || c == '.';
+      if (!ok) return false;
+    }
+    return true;
+  }
+
+  /** Three digits, 100 to 599; else -1. */
+  static int status(byte[] b, int from, int to) {
+    if (to - from != 3) return -1;
+    final int x = digit(b, from), y = digit(b, from + 1), z = digit(b, from + 2);
+    if (x < 1 || x > 5 || y < 0 || z < 0) return -1;
+    return x * 100 + y * 10 + z;
+  }
+
+  /** {@code -} is 0; else 1 to 18 digits; else -1. */
+  static long size(byte[] b, int from, int to) {
+    final int len = to - from;
+    if (len == 1 && b[from] == '-') return 0L;
+    if (len < 1 || len > 18) return -1;
+    long v = 0;
+    for (int i = from; i < to; i++) {
+      final int d = digit(b, i);
+      if (d < 0) return -1;
+      v = v * 10 + d;
+    }
+    return v;
+  }
+
+  /**
+   * {@code dd/Mon/yyyy:HH:mm:ss +hhmm} (nginx's $time_local) to {@link #micros}; false when it
+   * is not exactly that or names no real time. Month names are English, any case; the offset
+   * is at most 18 hours, as java.time allows.
+   */
+  private boolean timestamp(byte[] b, int from, int to) {
+    if (to - from != 26) return false;
+    final int p = from;
+    if (b[p + 2] != '/' || b[p + 6] != '/' || b[p + 11] != ':' || b[p + 14] != ':'
+        || b[p + 17] != ':' || b[p + 20] != ' ') {
+      return false;
+    }
+    final int day = number(b, p, 2);
+    final int month = month(b, p + 3);
+    final int year = number(b, p + 7, 4);
+    final int hour = number(b, p + 12, 2);
+    final int minute = number(b, p + 15, 2);
+    final int second = number(b, p + 18, 2);
+    final byte sign = b[p + 21];
+    final int offHours = number(b, p + 22, 2);
+    final int offMinutes = number(b, p + 24, 2);
+    if (day < 1 || month < 1 || year < 0 || hour < 0 || hour > 23 || minute < 0 || minute > 59
+        || second < 0 || second > 59 || (sign != '+' && sign != '-') || offHours < 0
+        || offMinutes < 0 || offMinutes > 59 || offHours * 60 + offMinutes > 18 * 60
+        || day > daysInMonth(year, month)) {
+      return false;
+    }
+    final int offset = (sign == '+' ? 1 : -1) * (offHours * 3600 + offMinutes * 60);
+    final long seconds =
+        epochDay(year, month, day) * 86400L + hour * 3600L + minute * 60L + second - offset;
+    micros = seconds * 1_000_000L;
+    return true;
+  }
+
+  private static int digit(byte[] b, int i) {
+    final byte c = b[i];
+    return c >= '0' && c <= '9' ? c - '0' : -1;
+  }
+
+  /** The non-negative number in {@code width} digits at {@code i}, or -1. */
+  private static int number(byte[] b, int i, int width) {
+    int v = 0;
+    for (int k = i; k < i + width; k++) {
+      final int d = digit(b, k);
+      if (d < 0) return -1;
+      v = v * 10 + d;
+    }
+    return v;
+  }
+
+  private static int month(byte[] b, int i) {
+    final int c0 = b[i] | 0x20, c1 = b[i + 1] | 0x20, c2 = b[i + 2] | 0x20;
+    for (int m = 0; m < 12; m++) {
+      final String name = MONTHS[m];
+      if (c0 == name.charAt(0) && c1 == name.charAt(1) && c2 == name.charAt(2)) return m + 1;
+    }
+    return -1;
+  }
+
+  private static int daysInMonth(int year, int month) {
+    switch (month) {
+      case 2:
+        final boolean leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+        return leap ? 29 : 28;
+      case 4:
+      case 6:
+      case 9:
+      case 11:
+        return 30;
+      default:
+        return 31;
+    }
+  }
+
+  /** Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil). */
+  static long epochDay(int year, int month, int day) {
+    final int y = month <= 2 ? year - 1 : year;
+    final int era = Math.floorDiv(y, 400);
+    final int yoe = y - era * 400;
+    final int mp = (month + 9) % 12;
+    final int doy = (153 * mp + 2) / 5 + day - 1;
+    final int doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097L + doe - 719468;
+  }
+}

@@ -1,0 +1,392 @@
+package dev.logberg;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.ObjectInputStream;
+import java.io.ObjectOutputStream;
+import java.io.Serializable;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.nio.charset.StandardCharsets;
+import java.util.EnumSet;
+import java.util.Map;
+import java.util.Set;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.io.compress.CodecPool;
+import org.apache.hadoop.io.compress.CompressionCodec;
+import org.apache.hadoop.io.compress.CompressionCodecFactory;
+import org.apache.hadoop.io.compress.Decompressor;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter;
+import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.sql.connector.catalog.Column;
+import org.apache.spark.sql.connector.catalog.SupportsRead;
+import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.catalog.TableCapability;
+import org.apache.spark.sql.connector.catalog.TableProvider;
+import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.connector.read.Batch;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * A Spark data source that reads nginx log files and parses every line as it reads it:
+ * {@code spark.read.format("dev.logberg.LogLines").option("files", uris).load()}, with
+ * {@code uris} the files' URIs, one per line.
+ *
+ * <p>Each file is one input partition, read whole, so line numbers are exact. Lines end at
+ * LF, CR or CR LF and a UTF-8 byte order mark at the start of a file is skipped, as Spark's
+ * text source does (Hadoop's LineRecordReader); compressed files are read through Hadoop's
+ * codecs, by extension. A line that is not valid UTF-8 is decoded with replacement
+ * characters first, as a Java String would be. Empty lines are counted but not returned.
+ *
+ * <p>Columns: {@code source_file} (the URI as given), {@code line_number} (1-based), {@code
+ * value} (the raw line of a rejected line, else null), then the fields of {@link
+ * ParseLine#RETURN_TYPE}, the same values that UDF gives for the same line. The bytes go
+ * straight from the file's buffer into Spark's rows: no String per line, no row conversion.
+ *
+ * <p>With the option {@code rejects} (the id of a registered {@link RejectCollector}), every
+ * rejected line is also added to that collector.
+ */
+public final class LogLines implements TableProvider {
+  /** Where the parsed fields start in {@link #SCHEMA}. */
+  private static final int FIELDS = 3;
+
+  public static final StructType SCHEMA = schema();
+
+  private static StructType schema() {
+    StructType s =
+        new StructType()
+            .add("source_file", "string", false)
+            .add("line_number", "bigint", false)
+            .add("value", "string", true);
+    for (StructField f : ((StructType) DataType.fromDDL(ParseLine.RETURN_TYPE)).fields()) {
+      s = s.add(f);
+    }
+    return s;
+  }
+
+  @Override
+  public StructType inferSchema(CaseInsensitiveStringMap options) {
+    return SCHEMA;
+  }
+
+  @Override
+  public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> props) {
+    return new Files();
+  }
+
+  private static final class Files implements SupportsRead {
+    @Override
+    public String name() {
+      return "logberg log lines";
+    }
+
+    @Override
+    public Column[] columns() {
+      final StructField[] fields = SCHEMA.fields();
+      final Column[] out = new Column[fields.length];
+      for (int i = 0; i < fields.length; i++) {
+        out[i] = Column.create(fields[i].name(), fields[i].dataType(), fields[i].nullable());
+      }
+      return out;
+    }
+
+    @Override
+    public Set<TableCapability> capabilities() {
+      return EnumSet.of(TableCapability.BATCH_READ);
+    }
+
+    @Override
+    public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
+      final String files = options.get("files");
+      if (files == null || files.isBlank()) {
+        throw new IllegalArgumentException("dev.logberg.LogLines: set the option 'files'");
+      }
+      final String[] uris = files.split("\n");
+      final String rejects = options.get("rejects");
+      return () -> new LinesScan(uris, rejects == null ? null : RejectCollector.lookup(rejects));
+    }
+  }
+
+  private static final class LinesScan implements Scan, Batch {
+    private final String[] uris;
+    private final RejectCollector rejects;
+
+    LinesScan(String[] uris, RejectCollector rejects) {
+      this.uris = uris;
+      this.rejects = rejects;
+    }
+
+    @Override
+    public StructType readSchema() {
+      return SCHEMA;
+    }
+
+    @Override
+    public String description() {
+      return "LogLines[" + uris.length + " file(s)]";
+    }
+
+    @Override
+    public Batch toBatch() {
+      return this;
+    }
+
+    @Override
+    public InputPartition[] planInputPartitions() {
+      final InputPartition[] parts = new InputPartition[uris.length];
+      for (int i = 0; i < uris.length; i++) parts[i] = new FilePart(uris[i]);
+      return parts;
+    }
+
+    @Override
+    public PartitionReaderFactory createReaderFactory() {
+      final Configuration conf = SparkSession.active().sessionState().newHadoopConf();
+      return new Readers(new HadoopConf(conf), rejects);
+    }
+  }
+
+  private static final class FilePart implements InputPartition {
+    private static final long serialVersionUID = 1L;
+    final String uri;
+
+    FilePart(String uri) {
+      this.uri = uri;
+    }
+  }
+
+  /** A Hadoop Configuration that travels with the tasks (it is Writable, not Serializable). */
+  private static final class HadoopConf implements Serializable {
+    private static final long serialVersionUID = 1L;
+    transient Configuration conf;
+
+    HadoopConf(Configuration conf) {
+      this.conf = conf;
+    }
+
+    private void writeObject(ObjectOutputStream out) throws IOException {
+      out.defaultWriteObject();
+      conf.write(out);
+    }
+
+    private void readObject(ObjectInputStream in) throws IOException, ClassNotFoundException {
+      in.defaultReadObject();
+      conf = new Configuration(false);
+      conf.readFields(in);
+    }
+  }
+
+  private static final class Readers implements PartitionReaderFactory {
+    private static final long serialVersionUID = 1L;
+    private final HadoopConf conf;
+    private final RejectCollector rejects;
+
+    Readers(HadoopConf conf, RejectCollector rejects) {
+      this.conf = conf;
+      this.rejects = rejects;
+    }
+
+    @Override
+    public PartitionReader<InternalRow> createReader(InputPartition part) {
+      try {
+        return new Reader(((FilePart) part).uri, conf.conf, rejects);
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    }
+  }
+
+  private static final class Reader implements PartitionReader<InternalRow> {
+    private final String uri;
+    private final byte[] file;
+    private final RejectCollector rejects;
+    private final InputStream in;
+    private final Decompressor decompressor;
+    private final LineScan scan = new LineScan();
+    private final UnsafeRowWriter row = new UnsafeRowWriter(SCHEMA.length(), 512);
+    private byte[] buf = new byte[1 << 20];
+    private int pos, lim;
+    private boolean eof;
+    private long lineNumber;
+
+    Reader(String uri, Configuration conf, RejectCollector rejects) throws IOException {
+      this.uri = uri;
+      this.file = uri.getBytes(StandardCharsets.UTF_8);
+      this.rejects = rejects;
+      final Path path;
+      try {
+        path = new Path(new URI(uri));
+      } catch (URISyntaxException e) {
+        throw new IOException("not a URI: " + uri, e);
+      }
+      final InputStream raw = path.getFileSystem(conf).open(path);
+      final CompressionCodec codec = new CompressionCodecFactory(conf).getCodec(path);
+      if (codec == null) {
+        decompressor = null;
+        in = raw;
+      } else {
+        decompressor = CodecPool.getDecompressor(codec);
+        in = codec.createInputStream(raw, decompressor);
+      }
+    }
+
+    @Override
+    public boolean next() throws IOException {
+      while (true) {
+        int scanFrom = pos;
+        int end, next;
+        while (true) {
+          int i = scanFrom;
+          while (i < lim && buf[i] != '\n' && buf[i] != '\r') i++;
+          if (i < lim) {
+            end = i;
+            if (buf[i] == '\n') {
+              next = i + 1;
+              break;
+            }
+            if (i + 1 < lim) {
+              next = buf[i + 1] == '\n' ? i + 2 : i + 1;
+              break;
+            }
+            if (eof) {
+              next = i + 1;
+              break;
+            }
+            scanFrom = i - fill(); // a CR at the buffer's end: is LF next?
+            continue;
+          }
+          if (eof) {
+            if (pos == lim) return false;
+            end = lim; // the last line has no terminator
+            next = lim;
+            break;
+          }
+          scanFrom = lim - fill();
+        }
+        final int start = pos;
+        pos = next;
+        lineNumber++;
+        int from = start;
+        if (lineNumber == 1 && end - start >= 3 && buf[start] == (byte) 0xEF
+            && buf[start + 1] == (byte) 0xBB && buf[start + 2] == (byte) 0xBF) {
+          from += 3; // UTF-8 byte order mark
+        }
+        if (end > from) {
+          emit(buf, from, end);
+          return true;
+        }
+      }
+    }
+
+    /** Read more bytes, keeping the unread ones; returns how far they moved left. */
+    private int fill() throws IOException {
+      final int moved = pos;
+      if (pos > 0) {
+        System.arraycopy(buf, pos, buf, 0, lim - pos);
+        lim -= pos;
+        pos = 0;
+      }
+      if (lim == buf.length) {
+        buf = java.util.Arrays.copyOf(buf, buf.length * 2);
+      }
+      final int n = in.read(buf, lim, buf.length - lim);
+      if (n < 0) {
+        eof = true;
+      } else {
+        lim += n;
+      }
+      return moved;
+    }
+
+    private void emit(byte[] b, int from, int to) {
+      for (int i = from; i < to; i++) {
+        if (b[i] < 0) { // not ASCII: is it valid UTF-8?
+          if (!UTF8String.fromBytes(b, from, to - from).isValid()) {
+            final byte[] valid =
+                new String(b, from, to - from, StandardCharsets.UTF_8)
+                    .getBytes(StandardCharsets.UTF_8);
+            b = valid;
+            from = 0;
+            to = valid.length;
+          }
+          break;
+        }
+      }
+      final LineScan s = scan;
+      final boolean ok = s.scan(b, from, to);
+      final UnsafeRowWriter w = row;
+      w.reset();
+      w.zeroOutNullBytes();
+      w.write(0, file);
+      w.write(1, lineNumber);
+      if (ok) {
+        w.setNullAt(2);
+      } else {
+        w.write(2, b, from, to - from);
+        if (rejects != null) {
+          rejects.add(
+              RowFactory.create(
+                  uri, lineNumber, new String(b, from, to - from, StandardCharsets.UTF_8)));
+        }
+      }
+      int f = FIELDS;
+      if (s.reason == LineScan.UNPARSEABLE) {
+        for (; f < FIELDS + 15; f++) w.setNullAt(f);
+        w.write(f, UTF8String.fromString(s.reason));
+        return;
+      }
+      text(w, f++, b, s.ipStart, s.ipEnd);
+      text(w, f++, b, s.userStart, s.userEnd);
+      if (s.timestampOk) w.write(f++, s.micros);
+      else w.setNullAt(f++);
+      text(w, f++, b, s.reqStart, s.reqEnd);
+      if (s.status >= 0) w.write(f++, s.status);
+      else w.setNullAt(f++);
+      if (s.size >= 0) w.write(f++, s.size);
+      else w.setNullAt(f++);
+      text(w, f++, b, s.refStart, s.refEnd);
+      text(w, f++, b, s.agentStart, s.agentEnd);
+      text(w, f++, b, s.fwdStart, s.fwdEnd);
+      text(w, f++, b, s.methodStart, s.methodEnd);
+      text(w, f++, b, s.urlStart, s.urlEnd);
+      text(w, f++, b, s.urlStart, s.pathEnd);
+      text(w, f++, b, s.queryStart, s.urlEnd);
+      text(w, f++, b, s.protoStart, s.protoEnd);
+      final byte[] ext = s.extension();
+      if (ext == null) w.setNullAt(f++);
+      else w.write(f++, ext);
+      if (s.reason == null) w.setNullAt(f);
+      else w.write(f, UTF8String.fromString(s.reason));
+    }
+
+    private static void text(UnsafeRowWriter w, int ordinal, byte[] b, int from, int to) {
+      if (from < 0) w.setNullAt(ordinal);
+      else w.write(ordinal, b, from, to - from);
+    }
+
+    @Override
+    public InternalRow get() {
+      return row.getRow();
+    }
+
+    @Override
+    public void close() throws IOException {
+      try {
+        in.close();
+      } finally {
+        if (decompressor != null) CodecPool.returnDecompressor(decompressor);
+      }
+    }
+  }
+}
