@@ -49,7 +49,7 @@ app.kubernetes.io/part-of: logberg
 {{/* Spark conf equivalent to logberg.session.catalog_conf: the Iceberg catalog `logberg`
      (type=hive) as default catalog, spark_catalog wrapped by SparkSessionCatalog, S3A;
      plus logberg.session.JIT_OPTIONS (the ingest's generated code is over HotSpot's
-     8000-bytecode JIT limit). */}}
+     8000-bytecode JIT limit; fewer compilations of start-up code). */}}
 {{- define "logberg.sparkConfDict" -}}
 {{- $uri := .Values.metastore.uri }}
 {{- $wh := .Values.warehouse.uri }}
@@ -72,8 +72,8 @@ app.kubernetes.io/part-of: logberg
   "spark.hadoop.fs.s3a.aws.credentials.provider" .Values.s3.credentialsProvider
   "spark.sql.session.timeZone" "UTC"
   "spark.sql.sources.partitionOverwriteMode" "dynamic"
-  "spark.driver.extraJavaOptions" "-XX:+UseG1GC -XX:-DontCompileHugeMethods"
-  "spark.executor.extraJavaOptions" "-XX:+UseG1GC -XX:-DontCompileHugeMethods"
+  "spark.driver.extraJavaOptions" "-XX:+UseG1GC -XX:-DontCompileHugeMethods -XX:CompileThresholdScaling=5"
+  "spark.executor.extraJavaOptions" "-XX:+UseG1GC -XX:-DontCompileHugeMethods -XX:CompileThresholdScaling=5"
 }}
 {{- with .Values.s3.endpoint }}
 {{- $_ := set $conf "spark.hadoop.fs.s3a.endpoint" . }}
