@@ -8,16 +8,13 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
-import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.api.java.UDF3;
-import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.util.AccumulatorV2;
 
 /**
- * The rejected lines of one ingest batch, gathered while the batch is parsed and written, so
- * that they need no second read of the files.
+ * The rejected lines of one ingest batch, gathered by {@link LogLines} while the batch is read
+ * and written, so that they need no second read of the files.
  *
  * <p>An accumulator, so it is bounded: once the raw lines it holds pass {@code budgetChars}
  * it stops keeping lines and says so ({@link #overflowed()}); the job then reads the rejects
@@ -135,24 +132,5 @@ public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
       throw new IllegalArgumentException("no RejectCollector registered with id " + id);
     }
     return found;
-  }
-
-  /**
-   * Register {@code name(value, source_file, line_number)}: {@link ParseLine}'s result, and
-   * every line it rejects added to this collector.
-   */
-  public void registerParser(SparkSession spark, String name) {
-    register(spark);
-    final ParseLine parser = new ParseLine();
-    final RejectCollector sink = this;
-    final UDF3<String, String, Long, Row> udf =
-        (line, file, lineNumber) -> {
-          final Row parsed = parser.call(line);
-          if (parsed != null && !parsed.isNullAt(ParseLine.REASON)) {
-            sink.add(RowFactory.create(file, lineNumber, line));
-          }
-          return parsed;
-        };
-    spark.udf().register(name, udf, DataType.fromDDL(ParseLine.RETURN_TYPE));
   }
 }
