@@ -17,8 +17,8 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from logberg.ingest import IngestConfig, list_inputs, sample_agents
-from logberg.parse import LINES_SOURCE, RejectSink, parse_lines, read_parsed
+from logberg.ingest import IngestConfig, list_inputs, read_parsed, sample_agents
+from logberg.parse import LINES_SOURCE, RejectSink, parse_lines
 
 GOOD = (
     '1.2.3.4 - - [10/Jan/2025:13:55:36 +0100] "GET /a/B.JPG?x=1 HTTP/1.1" 200 12 "-" '

@@ -38,7 +38,7 @@ from pyspark.sql import functions as F
 from logberg import tables
 from logberg.devices import agent_lookup
 from logberg.errors import ConfigError
-from logberg.parse import RejectSink, enrich, parse_lines, read_parsed
+from logberg.parse import LINES_SOURCE, RejectSink, enrich, parse_lines, register
 from logberg.tables import qualified
 
 if TYPE_CHECKING:
@@ -270,6 +270,22 @@ def batches(files: list[InputFile], max_bytes: int) -> list[list[InputFile]]:
     if cur:
         out.append(cur)
     return out
+
+
+def read_parsed(
+    spark: SparkSession, uris: Sequence[str], sink: RejectSink | None = None
+) -> DataFrame:
+    """The lines of these files, parsed as they are read (`dev.logberg.LogLines`).
+
+    Columns: source_file (the URI as given), line_number (1-based; empty lines are counted,
+    not returned), value (the raw line of a rejected line, else NULL), then the fields of
+    `parse_lines`. Each file is read whole by one task. Rejected lines also go to `sink`.
+    """
+    register(spark)  # the class path check, with its clear error
+    reader = spark.read.format(LINES_SOURCE).option("files", "\n".join(uris))
+    if sink is not None:
+        reader = reader.option("rejects", sink.id)
+    return reader.load()
 
 
 def _sql_list(values: Sequence[str]) -> str:

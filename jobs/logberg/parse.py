@@ -4,13 +4,11 @@ The line itself is parsed on the JVM by logberg's own scanner (`dev.logberg.Line
 jobs/logberg/java, built by `logberg.jvm`): one left-to-right scan per line that yields the
 typed fields, the request's parts and the reject reason. It replaced a regex, a `split` and
 a date formatter (bench/README.md). It is called two ways: as a Java UDF on a column of
-lines (`parse_lines`), and as a data source that parses the bytes of log files while it
-reads them (`read_parsed`, ingest's reader). No Python UDF anywhere.
+lines (`parse_lines`, here), and as a data source that parses the bytes of log files while
+it reads them (`LINES_SOURCE`; `logberg.ingest.read_parsed`). No Python UDF anywhere.
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -39,7 +37,7 @@ def register(spark: SparkSession) -> None:
 class RejectSink:
     """Rejected lines kept while a batch is read (dev.logberg.RejectCollector), bounded.
 
-    `read_parsed(..., sink=...)` adds every line it rejects, with its source_file and
+    `ingest.read_parsed(..., sink=...)` adds every line it rejects, with its source_file and
     line_number; `lines()` then gives them as a DataFrame with their count, or None when
     they passed `budget_chars` (the caller reads them from the files again).
     """
@@ -58,22 +56,6 @@ class RejectSink:
             return None
         n = int(self._jvm.publish(self._spark._jsparkSession, self.VIEW))
         return self._spark.table(self.VIEW), n
-
-
-def read_parsed(
-    spark: SparkSession, uris: Sequence[str], sink: RejectSink | None = None
-) -> DataFrame:
-    """The lines of these files, parsed as they are read (`dev.logberg.LogLines`).
-
-    Columns: source_file (the URI as given), line_number (1-based; empty lines are counted,
-    not returned), value (the raw line of a rejected line, else NULL), then the fields of
-    `parse_lines`. Each file is read whole by one task. Rejected lines also go to `sink`.
-    """
-    register(spark)  # the class path check, with its clear error
-    reader = spark.read.format(LINES_SOURCE).option("files", "\n".join(uris))
-    if sink is not None:
-        reader = reader.option("rejects", sink.id)
-    return reader.load()
 
 
 def parse_lines(lines: DataFrame, value: str = "value") -> DataFrame:
