@@ -142,7 +142,11 @@ def test_the_sink_keeps_each_rejected_line_once(spark, tmp_path: Path) -> None: 
     kept = sink.lines()
     assert kept is not None
     frame, count = kept
-    want = [Row(source_file=_uri(path), line_number=n, value=lines[n - 1]) for n in (2, 3, 5)]
+    reasons = {2: "unparseable", 3: "bad_status", 5: "unparseable"}
+    want = [
+        Row(source_file=_uri(path), line_number=n, value=lines[n - 1], reject_reason=r)
+        for n, r in reasons.items()
+    ]
     assertDataFrameEqual(frame, want)
     assert count == 3
 

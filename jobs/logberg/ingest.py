@@ -38,14 +38,13 @@ from pyspark.sql import functions as F
 from logberg import tables
 from logberg.devices import agent_lookup
 from logberg.errors import ConfigError
-from logberg.parse import LINES_SOURCE, RejectSink, enrich, parse_lines, register
+from logberg.parse import LINES_SOURCE, RejectSink, enrich, parser_return_type
 from logberg.tables import qualified
 
 if TYPE_CHECKING:
     from logberg.stream import FollowConfig
 
 DT_RE = re.compile(r"/dt=(\d{4}-\d{2}-\d{2})/")
-LINE_BITS = 33  # line numbers below 2**33 per file; the file's index goes above them
 # The agent lookup comes from the first SAMPLE_BYTES of up to SAMPLE_FILES files of a batch,
 # read by the driver; agents it misses are classified row by row (same result).
 SAMPLE_FILES = 16
@@ -281,7 +280,7 @@ def read_parsed(
     not returned), value (the raw line of a rejected line, else NULL), then the fields of
     `parse_lines`. Each file is read whole by one task. Rejected lines also go to `sink`.
     """
-    register(spark)  # the class path check, with its clear error
+    parser_return_type(spark)  # logberg's jar is on the class path, or a clear error
     reader = spark.read.format(LINES_SOURCE).option("files", "\n".join(uris))
     if sink is not None:
         reader = reader.option("rejects", sink.id)
@@ -330,10 +329,9 @@ def sample_agents(spark: SparkSession, files: list[InputFile]) -> list[str]:
     return agents
 
 
-def position(uris: Sequence[str]) -> Column:
-    """One BIGINT per line of the batch: the file's index in `uris`, then its line number."""
-    idx = F.array_position(F.array(*[F.lit(u) for u in uris]), F.col("source_file"))
-    return F.shiftleft(idx, LINE_BITS).bitwiseOR(F.col("line_number"))
+def file_index(uris: Sequence[str]) -> Column:
+    """The row's source_file as its 1-based index in `uris` (an INT, not the URI)."""
+    return F.array_position(F.array(*[F.lit(u) for u in uris]), F.col("source_file"))
 
 
 @dataclass
@@ -468,24 +466,21 @@ def ingest_batch(spark: SparkSession, batch: list[InputFile], cfg: IngestConfig)
         seen,
         F.count(F.lit(1)).alias("lines"),
         F.count("reject_reason").alias("rejected"),
-        F.collect_list(F.when(F.col("reject_reason").isNotNull(), position(uris))).alias("rejects"),
+        F.collect_list(F.when(F.col("reject_reason").isNotNull(), file_index(uris))).alias(
+            "rejects"
+        ),
     )
     now = F.current_timestamp()
     access = to_access_rows(parsed, now, lookup)
     res.snapshot_id, _ = replace_rows(spark, tables.ACCESS_LOGS, access, uris, tag)
     t = res.timed("parse_write", t)
     m = seen.get
-    rejects_at: list[int] = list(m["rejects"])
     res.lines, res.rejected = int(m["lines"]), int(m["rejected"])
     res.accepted = res.lines - res.rejected
-    if len(rejects_at) != res.rejected:
-        raise RuntimeError(f"{res.rejected} lines rejected but {len(rejects_at)} located")
-
-    rejected_by_file: dict[str, int] = {}
-    for pos in rejects_at:
-        uri = uris[(pos >> LINE_BITS) - 1]
-        rejected_by_file[uri] = rejected_by_file.get(uri, 0) + 1
-    added_rej = write_rejects(spark, batch, rejects_at, rejected_by_file, cfg, now, tag, sink)
+    rejected_by_file = {uris[i - 1]: n for i, n in Counter(m["rejects"]).items()}
+    if sum(rejected_by_file.values()) != res.rejected:
+        raise RuntimeError(f"{res.rejected} lines rejected but {len(m['rejects'])} located")
+    added_rej = write_rejects(spark, batch, rejected_by_file, cfg, now, tag, sink)
     t = res.timed("rejects", t)
 
     # What the table now holds for these files, per file and day: the ledger's counts, the
@@ -525,30 +520,30 @@ def ingest_batch(spark: SparkSession, batch: list[InputFile], cfg: IngestConfig)
 def write_rejects(
     spark: SparkSession,
     batch: list[InputFile],
-    rejects_at: list[int],
     rejected_by_file: dict[str, int],
     cfg: IngestConfig,
     now: Column,
     tag: str,
     sink: RejectSink | None = None,
 ) -> int:
-    """Commit the rejected lines: the ones `sink` kept during the parse, when it holds
-    every located line; else the rejected lines of the files that have any, read again.
+    """Commit the rejected lines: the ones `sink` kept during the read, when it holds all
+    of them; else the rejected lines of the files that have any, read again.
 
     Returns the number of rejects the commit added.
     """
     uris = [f.uri for f in batch]
-    if not rejects_at:
+    rejected = sum(rejected_by_file.values())
+    if not rejected:
         old = stored_files(spark, tables.REJECTS, uris)
         if old:  # a changed file that no longer has rejects
             spark.sql(f"DELETE FROM {tables.REJECTS} WHERE source_file IN ({_sql_list(old)})")
         return 0
     kept = sink.lines() if sink is not None else None
-    if kept is not None and kept[1] == len(rejects_at):
-        located = parse_lines(kept[0])
-        print(f"rejects: {len(rejects_at)} line(s) kept during the parse", flush=True)
+    if kept is not None and kept[1] == rejected:
+        located = kept[0]  # with their reasons: no second parse
+        print(f"rejects: {rejected} line(s) kept during the parse", flush=True)
     else:
-        print(f"rejects: {len(rejects_at)} line(s) read again from the files", flush=True)
+        print(f"rejects: {rejected} line(s) read again from the files", flush=True)
         located = read_parsed(spark, [u for u in uris if u in rejected_by_file])
     rejects = to_rejects(located, cfg.run_id, now)
     return replace_rows(spark, tables.REJECTS, rejects, uris, tag)[1]

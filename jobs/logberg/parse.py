@@ -22,16 +22,21 @@ LINES_SOURCE = "dev.logberg.LogLines"  # the same parser as a data source (inges
 REJECT_REASONS = ("unparseable", "bad_ip", "bad_timestamp", "bad_status", "bad_size")
 
 
-def register(spark: SparkSession) -> None:
-    """Make the JVM line parser callable as `PARSE_UDF` in this session."""
-    parser = spark.sparkContext._jvm.dev.logberg.ParseLine  # type: ignore[union-attr]
-    return_type = parser.RETURN_TYPE
+def parser_return_type(spark: SparkSession) -> str:
+    """ParseLine's result type (DDL); a clear error when logberg's jar is not on the class
+    path (the UDF and the source `LINES_SOURCE` are in the same jar)."""
+    return_type = spark.sparkContext._jvm.dev.logberg.ParseLine.RETURN_TYPE  # type: ignore[union-attr]
     if not isinstance(return_type, str):  # py4j hands back a package for a missing class
         raise ConfigError(
             f"{PARSE_CLASS} is not on the Spark class path: run `make setup` (local), or use "
             "the logberg Spark image (images/spark), which has it in /opt/spark/jars"
         )
-    spark.udf.registerJavaFunction(PARSE_UDF, PARSE_CLASS, return_type)
+    return return_type
+
+
+def register(spark: SparkSession) -> None:
+    """Make the JVM line parser callable as `PARSE_UDF` in this session."""
+    spark.udf.registerJavaFunction(PARSE_UDF, PARSE_CLASS, parser_return_type(spark))
 
 
 class RejectSink:
@@ -50,8 +55,8 @@ class RejectSink:
         self.id = str(self._jvm.register(spark._jsparkSession))
 
     def lines(self) -> tuple[DataFrame, int] | None:
-        """(source_file, line_number, value of each line kept; their count), or None if
-        over budget."""
+        """(source_file, line_number, value, reject_reason of each line kept; their count),
+        or None if over budget."""
         if self._jvm.overflowed():
             return None
         n = int(self._jvm.publish(self._spark._jsparkSession, self.VIEW))

@@ -337,7 +337,10 @@ public final class LogLines implements TableProvider {
         if (rejects != null) {
           rejects.add(
               RowFactory.create(
-                  uri, lineNumber, new String(b, from, to - from, StandardCharsets.UTF_8)));
+                  uri,
+                  lineNumber,
+                  new String(b, from, to - from, StandardCharsets.UTF_8),
+                  s.reason));
         }
       }
       int f = FIELDS;

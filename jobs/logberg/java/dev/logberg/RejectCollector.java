@@ -25,7 +25,8 @@ public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
   private static final long serialVersionUID = 1L;
 
   /** The rows {@link #publish} makes visible. */
-  public static final String SCHEMA = "source_file STRING, line_number BIGINT, value STRING";
+  public static final String SCHEMA =
+      "source_file STRING, line_number BIGINT, value STRING, reject_reason STRING";
 
   /** Registered collectors by id, for {@link LogLines}' option {@code rejects}. */
   private static final Map<String, WeakReference<RejectCollector>> REGISTERED =
