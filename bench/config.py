@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TypedDict
 
 BENCH_DIR = Path(__file__).resolve().parent
 DATA = BENCH_DIR / "data"
@@ -24,9 +25,20 @@ GZIP = os.environ.get("BENCH_GZIP", "0").strip().lower() in ("1", "true", "yes")
 SKIP = {s.strip() for s in os.environ.get("BENCH_SKIP", "").split(",") if s.strip()}
 RESULTS = Path(os.environ.get("BENCH_RESULTS") or BENCH_DIR / "results" / "latest.json")
 
-# (num_files, lines_per_file) per scale. Files are read whole, one task each, so the big
-# sets have several files per core.
-SIZES = {
+
+
+class Sizes(TypedDict):
+    """(num_files, lines_per_file) per dataset, and the generator's line count."""
+
+    lines_1m: tuple[int, int]
+    lines_5m: tuple[int, int]
+    base_30d: tuple[int, int]
+    one_day: tuple[int, int]
+    generator_lines: int
+
+
+# Per scale. Files are read whole, one task each, so the big sets have several files per core.
+SCALES: dict[str, Sizes] = {
     "full": {
         "lines_1m": (4, 250_000),
         "lines_5m": (10, 500_000),
@@ -41,4 +53,5 @@ SIZES = {
         "one_day": (1, 200),
         "generator_lines": 50_000,
     },
-}[SCALE]
+}
+SIZES = SCALES[SCALE]

@@ -59,7 +59,7 @@ class Spec:
 class Dataset:
     spec: Spec
     root: Path
-    manifest: dict  # type: ignore[type-arg]
+    manifest: dict
     generated_s: float | None  # None when it came from the cache
 
     @property
@@ -87,11 +87,11 @@ class Dataset:
         return int(self.manifest["totals"]["bytes"])
 
 
-def _manifest(root: Path) -> dict | None:  # type: ignore[type-arg]
+def _manifest(root: Path) -> dict | None:
     found = sorted((root / "raw" / "nginx" / "_manifests").glob("*.json"))
     if len(found) != 1:
         return None
-    return json.loads(found[0].read_text())  # type: ignore[no-any-return]
+    return json.loads(found[0].read_text())
 
 
 def ensure(spec: Spec, base: Path) -> Dataset:

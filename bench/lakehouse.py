@@ -13,7 +13,7 @@ from typing import Any
 
 from bench import procs
 from bench.config import DATA
-from logberg.procs import free_port
+from logberg.platform.procs import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 LOGBERG = str(Path(sys.executable).parent / "logberg")
@@ -54,8 +54,8 @@ class Lakehouse:
         for k in [k for k in os.environ if k.startswith("LOGBERG_") and k not in PASS_THROUGH]:
             del os.environ[k]
         os.environ.update(self.env)
-        from logberg import local
-        from logberg.settings import LocalSettings
+        from logberg.platform import local
+        from logberg.platform.settings import LocalSettings
 
         self.settings = LocalSettings.from_env()
         local.down(self.settings)  # only what runs under this home, by its pid file
@@ -64,7 +64,7 @@ class Lakehouse:
         return time.perf_counter() - t0
 
     def down(self) -> None:
-        from logberg import local
+        from logberg.platform import local
 
         if self._spark is not None:
             try:
@@ -78,16 +78,17 @@ class Lakehouse:
     def spark(self) -> Any:
         """The helper session (started on first use): resets and checks, never timed."""
         if self._spark is None:
-            from logberg.session import build_session
+            from logberg.platform.local import session
 
-            self._spark = build_session("logberg-bench-helper")
+            self._spark = session("logberg-bench-helper")
         return self._spark
 
     # ---- state ----------------------------------------------------------------------
 
     def reset(self) -> None:
         """An empty warehouse: drop (PURGE) every table of nginx_logs and the namespace."""
-        from logberg.session import CATALOG, DATABASE
+        from logberg.lakehouse.schema import DATABASE
+        from logberg.lakehouse.session import CATALOG
 
         spark = self.spark
         if spark.sql(f"SHOW NAMESPACES IN {CATALOG} LIKE '{DATABASE}'").count():
@@ -97,13 +98,11 @@ class Lakehouse:
         shutil.rmtree(self.home / "warehouse" / f"{DATABASE}.db", ignore_errors=True)
 
     def table_counts(self) -> dict[str, int]:
-        from logberg import tables
+        from logberg.lakehouse.schema import ACCESS_LOGS, REJECTS
 
         return {
-            "access_logs": int(
-                self.spark.sql(f"SELECT count(*) FROM {tables.ACCESS_LOGS}").first()[0]
-            ),
-            "rejects": int(self.spark.sql(f"SELECT count(*) FROM {tables.REJECTS}").first()[0]),
+            "access_logs": int(self.spark.sql(f"SELECT count(*) FROM {ACCESS_LOGS}").first()[0]),
+            "rejects": int(self.spark.sql(f"SELECT count(*) FROM {REJECTS}").first()[0]),
         }
 
     # ---- the measured commands --------------------------------------------------------

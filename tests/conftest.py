@@ -1,5 +1,12 @@
-"""Shared fixtures: one temporary $LOGBERG_HOME with a real Derby-backed Hive Metastore
-thrift service and a real S3-compatible server, and one session-wide SparkSession."""
+"""Shared fixtures.
+
+* `spark`: the one session-wide SparkSession (`local[2]`, two shuffle partitions, UI off).
+  It is configured for a private $LOGBERG_HOME whose metastore and S3 server ports are
+  reserved up front, but it starts no service: the fast tests (pure transforms) never touch
+  the catalog.
+* `lakehouse`: starts that home's real Hive Metastore (Derby) and S3 server, once, for the
+  integration tests; `fresh_namespace` gives a test an empty nginx_logs.
+"""
 
 from __future__ import annotations
 
@@ -10,18 +17,34 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pyspark.sql import SparkSession
 
-from logberg.procs import free_port
+from logberg.lakehouse.schema import DATABASE
+from logberg.lakehouse.session import CATALOG, LakehouseConfig, build_session
+from logberg.lakehouse.tables import ensure_database, existing
+from logberg.platform import local, s3server
+from logberg.platform.procs import free_port
+from logberg.platform.settings import LocalSettings
 
 REPO = Path(__file__).resolve().parents[1]
+HOME_ENV = (
+    "LOGBERG_HOME",
+    "LOGBERG_METASTORE_PORT",
+    "LOGBERG_S3_PORT",
+    "LOGBERG_SHUFFLE_PARTITIONS",
+    "LOGBERG_SPARK_MASTER",
+    "LOGBERG_DRIVER_MEMORY",
+    "LOGBERG_METASTORE_DB",
+    "LOGBERG_WAREHOUSE",
+    "LOGBERG_METASTORE_URI",
+    "LOGBERG_S3_ENDPOINT",
+    "LOGBERG_LANDING",
+)
 
 
 @pytest.fixture(scope="session")
-def lakehouse_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """A private LOGBERG_HOME with the metastore (Derby) and the S3 server running."""
-    from logberg import local
-    from logberg.settings import LocalSettings
-
+def home_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSettings]:
+    """A private LOGBERG_HOME in the environment (for child processes too), nothing started."""
     home = tmp_path_factory.mktemp("logberg-home")
     env = {
         "LOGBERG_HOME": str(home),
@@ -31,16 +54,13 @@ def lakehouse_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
         "LOGBERG_SPARK_MASTER": "local[2]",
         "LOGBERG_DRIVER_MEMORY": "1g",
     }
-    saved = {k: os.environ.get(k) for k in [*env, "LOGBERG_METASTORE_DB", "LOGBERG_WAREHOUSE"]}
+    saved = {k: os.environ.get(k) for k in HOME_ENV}
+    for k in HOME_ENV:
+        os.environ.pop(k, None)
     os.environ.update(env)
-    os.environ.pop("LOGBERG_METASTORE_DB", None)
-    os.environ.pop("LOGBERG_WAREHOUSE", None)
-    settings = LocalSettings.from_env()
-    local.up(settings, with_s3=True)
     try:
-        yield env
+        yield LocalSettings.from_env()
     finally:
-        local.down(settings)
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
@@ -49,13 +69,54 @@ def lakehouse_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
 
 
 @pytest.fixture(scope="session")
-def spark(lakehouse_env: dict[str, str]):  # type: ignore[no-untyped-def]
-    from logberg.session import build_session, ensure_database
-
-    session = build_session("logberg-tests", extra={"spark.ui.enabled": "false"})
-    ensure_database(session)
+def spark(home_settings: LocalSettings) -> Iterator[SparkSession]:
+    """The session-wide SparkSession; its catalog points at the home's (not yet started)
+    metastore and its S3A at the home's S3 server, so integration tests share it."""
+    s = home_settings
+    s3server.credentials(s)  # the keys exist before the JVM starts (it inherits them)
+    cfg = LakehouseConfig(
+        metastore_uri=s.metastore_uri, warehouse=s.warehouse.as_uri(), s3_endpoint=s.s3_endpoint
+    )
+    session = build_session(
+        "logberg-tests",
+        cfg,
+        local.spark_runtime(s, cfg),
+        extra={"spark.ui.enabled": "false"},
+        validate=False,  # nothing runs yet: `lakehouse` starts the services
+    )
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def lakehouse(home_settings: LocalSettings, spark: SparkSession) -> Iterator[LocalSettings]:
+    """The home's real metastore (Derby) and S3 server, running; nginx_logs exists."""
+    local.up(home_settings, with_s3=True)
+    try:
+        ensure_database(spark)
+        yield home_settings
+    finally:
+        local.down(home_settings)
+
+
+@pytest.fixture(scope="session")
+def lakehouse_env(lakehouse: LocalSettings) -> dict[str, str]:
+    """The home's LOGBERG_* variables (child processes inherit them; tests override some)."""
+    return {k: v for k in HOME_ENV if (v := os.environ.get(k)) is not None}
+
+
+def reset_namespace(spark: SparkSession) -> None:
+    """Drop every table of nginx_logs (PURGE): for tests that read the namespace as a whole
+    (analytics' pending ingest runs, maintenance of every table)."""
+    for name in existing(spark):
+        spark.sql(f"DROP TABLE IF EXISTS {CATALOG}.{DATABASE}.{name} PURGE")
+
+
+@pytest.fixture
+def fresh_namespace(lakehouse: LocalSettings, spark: SparkSession) -> LocalSettings:
+    """An empty nginx_logs for this test."""
+    reset_namespace(spark)
+    return lakehouse
 
 
 def run_logberg(

@@ -13,11 +13,13 @@ from typing import Any
 import pytest
 from pyspark.testing import assertDataFrameEqual
 
-from logberg import analytics as an
-from logberg.ingest import IngestConfig, ingest
-from tests.conftest import REPO
+from logberg.lakehouse import schema
+from logberg.pipeline import analytics as an
+from logberg.pipeline.ingest.batch import ingest
+from logberg.pipeline.ingest.config import IngestConfig
+from tests.conftest import REPO, reset_namespace
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("lakehouse")]
 TOP = 10
 
 
@@ -51,12 +53,13 @@ def generate(out: Path, seed: int, start: str, end: str, files: int, lines: int)
     return dict(json.loads(manifest.read_text()))
 
 
-def run_ingest(spark, landing: Path) -> None:  # type: ignore[no-untyped-def]
-    ingest(spark, IngestConfig(inputs=[landing.as_uri()]))
+def run_ingest(spark, landing: Path) -> None:
+    ingest(spark, IngestConfig(inputs=(landing.as_uri(),)))
 
 
 @pytest.fixture(scope="module")
-def new_year(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def new_year(spark, lakehouse, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    reset_namespace(spark)  # the rerun test expects no ingest run of other modules pending
     out = tmp_path_factory.mktemp("new-year")
     manifest = generate(out, 31, "2024-12-28", "2025-01-06", files=10, lines=3000)
     run_ingest(spark, out)
@@ -64,7 +67,7 @@ def new_year(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return manifest
 
 
-def test_daily_tops_match_ground_truth(spark, new_year) -> None:  # type: ignore[no-untyped-def]
+def test_daily_tops_match_ground_truth(spark, new_year) -> None:
     for day, truth in new_year["days"].items():
         ips = [
             [r.ip_address, r.request_count]
@@ -91,7 +94,7 @@ def test_daily_tops_match_ground_truth(spark, new_year) -> None:  # type: ignore
         assert devices == {k: v for k, v in truth["device_types"].items() if v}, day
 
 
-def test_weekly_tops_match_ground_truth(spark, new_year) -> None:  # type: ignore[no-untyped-def]
+def test_weekly_tops_match_ground_truth(spark, new_year) -> None:
     for key, truth in new_year["weeks"].items():
         start = truth["week_start"]
         if truth["days"] < 7:
@@ -114,7 +117,7 @@ def test_weekly_tops_match_ground_truth(spark, new_year) -> None:  # type: ignor
         assert devices == {k: v for k, v in truth["device_types"].items() if v}, key
 
 
-def test_iso_weeks_across_the_new_year(spark, new_year) -> None:  # type: ignore[no-untyped-def]
+def test_iso_weeks_across_the_new_year(spark, new_year) -> None:
     rows = {
         str(r.week_start_date): (r.year, r.week_of_year, r.week_year, str(r.week_end_date))
         for r in spark.sql(
@@ -133,33 +136,27 @@ def test_iso_weeks_across_the_new_year(spark, new_year) -> None:  # type: ignore
     assert dt.date(2024, 12, 30) <= w1.busiest_day <= dt.date(2025, 1, 5)
 
 
-def snapshots(spark, table: str) -> list[Any]:  # type: ignore[no-untyped-def]
+def snapshots(spark, table: str) -> list[Any]:
     return spark.sql(
         f"SELECT snapshot_id, summary FROM {table}.snapshots ORDER BY committed_at"
     ).collect()
 
 
-TABLES = [
-    an.DAILY_TOP_IPS,
-    an.DAILY_TOP_DEVICES,
-    an.WEEKLY_TOP_IPS,
-    an.WEEKLY_TOP_DEVICES,
-    an.WEEKLY_ANALYTICS,
-]
+TABLES = [t.qualified for t in an.GOLD]
 
 
-def test_rerun_with_nothing_new_changes_nothing(spark, new_year) -> None:  # type: ignore[no-untyped-def]
+def test_rerun_with_nothing_new_changes_nothing(spark, new_year) -> None:
     before = {t: len(snapshots(spark, t)) for t in TABLES}
     data = {t: spark.table(t).drop("processed_timestamp").collect() for t in TABLES}
     result = an.analytics(spark, an.AnalyticsConfig(top_n=TOP))
-    assert result["days"] == []
+    assert result.days == []
     assert {t: len(snapshots(spark, t)) for t in TABLES} == before
     for t in TABLES:
         assertDataFrameEqual(spark.table(t).drop("processed_timestamp").collect(), data[t])
 
 
 @pytest.mark.slow
-def test_adding_a_day_rewrites_only_that_day_and_week(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_adding_a_day_rewrites_only_that_day_and_week(spark, lakehouse, tmp_path: Path) -> None:
     history = tmp_path / "history"
     generate(history, 41, "2023-03-01", "2023-03-30", files=30, lines=800)
     run_ingest(spark, history)
@@ -170,8 +167,8 @@ def test_adding_a_day_rewrites_only_that_day_and_week(spark, tmp_path: Path) -> 
     generate(extra, 42, "2023-03-31", "2023-03-31", files=1, lines=800)
     run_ingest(spark, extra)
     result = an.analytics(spark, an.AnalyticsConfig(top_n=TOP))
-    assert result["days"] == [dt.date(2023, 3, 31)]
-    assert result["weeks"] == [dt.date(2023, 3, 27)]
+    assert result.days == [dt.date(2023, 3, 31)]
+    assert result.weeks == [dt.date(2023, 3, 27)]
     for t in TABLES:
         snaps = snapshots(spark, t)
         assert len(snaps) == before[t] + 1, t
@@ -184,11 +181,11 @@ def test_adding_a_day_rewrites_only_that_day_and_week(spark, tmp_path: Path) -> 
     days = "date BETWEEN DATE'2023-03-01' AND DATE'2023-03-31'"
     weeks = "week_start_date BETWEEN DATE'2023-02-27' AND DATE'2023-03-27'"
     for table, full, where in (
-        (an.DAILY_TOP_IPS, an.daily_top_ips(logs, TOP), days),
-        (an.DAILY_TOP_DEVICES, an.daily_top_devices(logs, TOP), days),
-        (an.WEEKLY_TOP_IPS, an.weekly_top_ips(logs, TOP), weeks),
-        (an.WEEKLY_TOP_DEVICES, an.weekly_top_devices(logs, TOP), weeks),
-        (an.WEEKLY_ANALYTICS, an.weekly_summary(logs), weeks),
+        (schema.DAILY_TOP_IPS.qualified, an.daily_top_ips(logs, TOP), days),
+        (schema.DAILY_TOP_DEVICES.qualified, an.daily_top_devices(logs, TOP), days),
+        (schema.WEEKLY_TOP_IPS.qualified, an.weekly_top_ips(logs, TOP), weeks),
+        (schema.WEEKLY_TOP_DEVICES.qualified, an.weekly_top_devices(logs, TOP), weeks),
+        (schema.WEEKLY_ANALYTICS.qualified, an.weekly_summary(logs), weeks),
     ):
         stored = spark.table(table).where(where).drop("processed_timestamp")
         assertDataFrameEqual(stored, full.where(where).select(*stored.columns))

@@ -350,17 +350,17 @@ def test_streaming_ingest_restarts_always() -> None:
 
 
 def test_spark_conf_matches_session_catalog_conf(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The chart's sparkConf carries logberg.session.catalog_conf for the same settings."""
-    from logberg.session import JIT_OPTIONS, LakehouseConfig, catalog_conf
+    """The chart's sparkConf carries lakehouse.session.catalog_conf for the same settings."""
+    from logberg.lakehouse.session import JIT_OPTIONS, LakehouseConfig, catalog_conf
 
     values = yaml.safe_load((CHARTS / "logberg" / "values-kind.yaml").read_text())
-    monkeypatch.setenv("AWS_REGION", values["s3"]["region"])
     want = catalog_conf(
         LakehouseConfig(
             metastore_uri=values["metastore"]["uri"],
             warehouse=values["warehouse"]["uri"],
             s3_endpoint=values["s3"]["endpoint"],
             s3_path_style=values["s3"]["pathStyleAccess"],
+            s3_region=values["s3"]["region"],
         )
     )
     for name, spec in spark_apps(variant_docs("logberg", "kind")):

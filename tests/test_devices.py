@@ -9,7 +9,7 @@ import pytest
 from ua_parser import parse
 
 from generator.agents import AGENTS
-from logberg.devices import classify_device
+from logberg.pipeline.devices import classify_device
 
 CORPUS = Path(__file__).parent / "data" / "user_agents.txt"
 
@@ -96,13 +96,13 @@ def reference_browser(ua: str) -> str:
     return BROWSERS.get(r.user_agent.family if r.user_agent else "Other", "Other")
 
 
-def classify(spark, agents: list[str]) -> list[tuple[str, str, str, bool]]:  # type: ignore[no-untyped-def]
+def classify(spark, agents: list[str]) -> list[tuple[str, str, str, bool]]:
     df = spark.createDataFrame([(i, ua) for i, ua in enumerate(agents)], "i INT, user_agent STRING")
     rows = classify_device(df).orderBy("i").collect()
     return [(r.user_agent, r.device_type, r.browser, r.is_bot) for r in rows]
 
 
-def test_generator_pool_is_classified_exactly(spark) -> None:  # type: ignore[no-untyped-def]
+def test_generator_pool_is_classified_exactly(spark) -> None:
     agents = [a for a in AGENTS if a.ua != "-"]
     got = classify(spark, [a.ua for a in agents])
     wrong = [
@@ -150,12 +150,12 @@ def test_generator_pool_is_classified_exactly(spark) -> None:  # type: ignore[no
         ),
     ],
 )
-def test_the_classic_mistakes(spark, ua: str, device: str, browser: str) -> None:  # type: ignore[no-untyped-def]
+def test_the_classic_mistakes(spark, ua: str, device: str, browser: str) -> None:
     [(_, dev, br, _)] = classify(spark, [ua])
     assert (dev, br) == (device, browser)
 
 
-def test_agreement_with_ua_parser(spark) -> None:  # type: ignore[no-untyped-def]
+def test_agreement_with_ua_parser(spark) -> None:
     """Real-world agents only (the generator's pool is checked exactly above). Known
     disagreements are ua-parser misses: Applebot and Bytespider are crawlers it labels as
     browsers."""

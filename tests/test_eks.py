@@ -52,7 +52,7 @@ def norm(node: Any) -> Any:
 @cache
 def parsed(path: Path) -> dict[str, Any]:
     with path.open(encoding="utf-8") as fh:
-        return norm(hcl2.load(fh))  # type: ignore[no-any-return]
+        return norm(hcl2.load(fh))
 
 
 def blocks(kind: str) -> Iterator[tuple[str, dict[str, Any]]]:

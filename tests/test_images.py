@@ -15,7 +15,7 @@ import pytest
 import tomllib
 import yaml
 
-from logberg.settings import java_home
+from logberg.platform.settings import java_home
 
 pytestmark = pytest.mark.static
 
@@ -116,7 +116,7 @@ def test_spark_image_installs_logberg_without_a_second_pyspark() -> None:
 
 def test_spark_image_compiles_the_line_parser_with_a_jdk(tmp_path: Path) -> None:
     ins = instructions(SPARK)
-    build = next(i for i in ins if "python3 -m logberg.jvm /parser" in i)
+    build = next(i for i in ins if "python3 -m logberg.platform.build.jvm /parser" in i)
     assert "JAVA_HOME=/opt/jdk" in build and "ln -s /opt/spark/jars/* /parser/" in build
     assert "COPY --from=jdk /opt/java/openjdk /opt/jdk" in ins
     assert "COPY --from=parser --chown=root:root /parser/logberg-parser.jar /opt/spark/jars/" in ins
@@ -127,7 +127,7 @@ def test_spark_image_compiles_the_line_parser_with_a_jdk(tmp_path: Path) -> None
         (tmp_path / jar.name).symlink_to(jar)
     env = dict(os.environ, JAVA_HOME=str(java_home()))
     proc = subprocess.run(
-        [sys.executable, "-m", "logberg.jvm", str(tmp_path)],
+        [sys.executable, "-m", "logberg.platform.build.jvm", str(tmp_path)],
         env=env,
         capture_output=True,
         text=True,

@@ -4,6 +4,7 @@ re-runs, a killed run, concurrent runs and changed files."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -13,9 +14,13 @@ from typing import Any
 
 import pytest
 
+from logberg.lakehouse.schema import ACCESS_LOGS
+from logberg.pipeline.ingest import batch, commit, reader
+from logberg.pipeline.ingest.config import IngestConfig
+from logberg.pipeline.ingest.plan import InputFile
 from tests.conftest import REPO, run_logberg
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("lakehouse")]
 
 
 def generate(out: Path, seed: int, *extra: str) -> dict[str, Any]:
@@ -46,7 +51,7 @@ def generate(out: Path, seed: int, *extra: str) -> dict[str, Any]:
     return dict(json.loads(manifests[0].read_text()))
 
 
-def file_uris(spark, manifest: dict[str, Any]) -> list[str]:  # type: ignore[no-untyped-def]
+def file_uris(spark, manifest: dict[str, Any]) -> list[str]:
     path = spark.sparkContext._jvm.org.apache.hadoop.fs.Path
     # Spark reports local files as file:/… (one slash), URL-encoded.
     return [
@@ -59,7 +64,7 @@ def in_list(uris: list[str]) -> str:
     return ", ".join(f"'{u}'" for u in uris)
 
 
-def counts(spark, manifest: dict[str, Any]) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def counts(spark, manifest: dict[str, Any]) -> dict[str, Any]:
     files = in_list(file_uris(spark, manifest))
     per_day = {
         str(r.date): r.n
@@ -87,24 +92,27 @@ def expected(manifest: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def ingest(landing: Path, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
-    r = run_logberg(["ingest", "--input", landing.as_uri(), *extra], env)
+def ingest(landing: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    r = run_logberg(["ingest", "--input", landing.as_uri(), *extra])
     assert r.returncode == 0, r.stderr[-3000:]
     return r
 
 
 @pytest.fixture(scope="module")
-def dataset(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+def dataset(
+    lakehouse: Any, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, dict[str, Any], subprocess.CompletedProcess[str]]:
+    """A generated landing, ingested once by the CLI (the first run's output too)."""
     out = tmp_path_factory.mktemp("landing-main")
     # A non-UTC offset: the UTC date must come out right across midnight.
-    return out, generate(out, 11, "--tz", "+0530", "--format", "main")
+    manifest = generate(out, 11, "--tz", "+0530", "--format", "main")
+    return out, manifest, ingest(out)
 
 
-def test_end_to_end_counts_match_ground_truth(spark, lakehouse_env, dataset) -> None:  # type: ignore[no-untyped-def]
-    landing, manifest = dataset
-    r = ingest(landing, lakehouse_env)
+def test_end_to_end_counts_match_ground_truth(spark, dataset) -> None:
+    _, manifest, r = dataset
     assert f"lines_read={manifest['totals']['lines']}" in r.stdout
-    assert "kept during the parse" in r.stdout  # no second read for the rejects
+    assert "kept during the parse" in r.stderr  # no second read for the rejects (its log)
     assert counts(spark, manifest) == expected(manifest)
     run = spark.sql(
         "SELECT lines_read, accepted, rejected, files FROM nginx_logs.ingest_runs "
@@ -114,20 +122,17 @@ def test_end_to_end_counts_match_ground_truth(spark, lakehouse_env, dataset) -> 
     assert run.files == len(manifest["files"])
 
 
-def test_rerun_adds_nothing(spark, lakehouse_env, dataset) -> None:  # type: ignore[no-untyped-def]
-    landing, manifest = dataset
-    again = ingest(landing, lakehouse_env)
+def test_rerun_adds_nothing(spark, dataset) -> None:
+    landing, manifest, _ = dataset
+    again = ingest(landing)
     assert "files=0" in again.stdout  # incremental: nothing new to read
-    full = ingest(landing, lakehouse_env, "--full")
+    full = ingest(landing, "--full")
     assert f"files={len(manifest['files'])}" in full.stdout
     assert counts(spark, manifest) == expected(manifest)
 
 
-def test_row_counts_from_file_metadata_match_the_data(spark, dataset) -> None:  # type: ignore[no-untyped-def]
-    from logberg import ingest as ig
-    from logberg import tables
-
-    _, manifest = dataset
+def test_row_counts_from_file_metadata_match_the_data(spark, dataset) -> None:
+    _, manifest, _ = dataset
     uris = file_uris(spark, manifest)
     # ingest's own files hold one source file each: the counts come from the metadata alone
     bounds = spark.sql(
@@ -135,7 +140,7 @@ def test_row_counts_from_file_metadata_match_the_data(spark, dataset) -> None:  
         f"WHERE readable_metrics.source_file.lower_bound IN ({in_list(uris)})"
     ).collect()
     assert bounds and all(r.b.lower_bound == r.b.upper_bound for r in bounds)
-    meta = ig.file_rows(spark, tables.ACCESS_LOGS, uris)
+    meta = commit.file_rows(spark, ACCESS_LOGS, uris)
     data = spark.sql(
         f"SELECT source_file, date, COUNT(*) AS n FROM nginx_logs.access_logs "
         f"WHERE source_file IN ({in_list(uris)}) GROUP BY source_file, date"
@@ -151,27 +156,25 @@ def test_row_counts_from_file_metadata_match_the_data(spark, dataset) -> None:  
     assert sum(n for *_, n in meta) == manifest["totals"]["valid"]
 
 
-def test_agent_sample_reads_file_heads_plain_and_gzip(spark, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_agent_sample_reads_file_heads_plain_and_gzip(spark, tmp_path: Path, monkeypatch) -> None:
     import datetime as dt
     import gzip
-
-    from logberg import ingest as ig
 
     line = '1.2.3.4 - - [01/Mar/2025:00:00:00 +0000] "GET / HTTP/1.1" 200 1 "-" "{}"\n'
     (tmp_path / "a.log").write_text(line.format("agent-a") * 3 + line.format("agent-b"))
     with gzip.open(tmp_path / "b.log.gz", "wt") as f:
         f.write(line.format("agent-c") + "not a log line\n")
     files = [
-        ig.InputFile((tmp_path / n).as_uri(), 0, dt.datetime.now()) for n in ("a.log", "b.log.gz")
+        InputFile((tmp_path / n).as_uri(), 0, dt.datetime.now()) for n in ("a.log", "b.log.gz")
     ]
-    assert ig.sample_agents(spark, files) == ["agent-a", "agent-b", "agent-c"]
+    assert reader.sample_agents(spark, files) == ["agent-a", "agent-b", "agent-c"]
     # A head that ends inside a line drops that line.
-    monkeypatch.setattr(ig, "SAMPLE_BYTES", len(line.format("agent-a")) * 3 + 20)
-    assert ig.sample_agents(spark, files) == ["agent-a", "agent-c"]
+    monkeypatch.setattr(reader, "SAMPLE_BYTES", len(line.format("agent-a")) * 3 + 20)
+    assert reader.sample_agents(spark, files) == ["agent-a", "agent-c"]
 
 
-def test_rejects_keep_raw_line_reason_and_line_number(spark, dataset) -> None:  # type: ignore[no-untyped-def]
-    _, manifest = dataset
+def test_rejects_keep_raw_line_reason_and_line_number(spark, dataset) -> None:
+    _, manifest, _ = dataset
     files = in_list(file_uris(spark, manifest))
     rows = spark.sql(
         f"SELECT reason, COUNT(*) AS n, MIN(line_number) AS lo, "
@@ -185,36 +188,59 @@ def test_rejects_keep_raw_line_reason_and_line_number(spark, dataset) -> None:  
     assert all(r.lo >= 1 and r.empty == 0 for r in rows)
 
 
-def test_rejects_over_the_memory_budget_are_read_again(  # type: ignore[no-untyped-def]
-    spark, tmp_path: Path, monkeypatch, capsys
+def test_rejects_over_the_memory_budget_are_read_again(
+    spark, lakehouse, tmp_path: Path, monkeypatch, caplog
 ) -> None:
-    from logberg import ingest as ig
-
     manifest = generate(tmp_path, 23, "--end-date", "2025-03-01")
-    monkeypatch.setattr(ig, "REJECT_BUDGET_CHARS", 100)
-    ig.ingest(spark, ig.IngestConfig(inputs=[tmp_path.as_uri()]))
-    assert "read again from the files" in capsys.readouterr().out
+    monkeypatch.setattr(reader, "REJECT_BUDGET_CHARS", 100)
+    caplog.set_level(logging.INFO, logger="logberg")
+    batch.ingest(spark, IngestConfig(inputs=(tmp_path.as_uri(),)))
+    assert "read again from the files" in caplog.text
     assert counts(spark, manifest) == expected(manifest)
 
 
-def test_partition_pruning_on_date_and_hour(spark, dataset) -> None:  # type: ignore[no-untyped-def]
-    q1 = (
-        "SELECT date, COUNT(*), COUNT(DISTINCT ip_address), AVG(response_size) "
-        "FROM nginx_logs.access_logs WHERE date >= '2025-03-02' GROUP BY date"
+def scan_metrics(spark, query: str) -> dict[str, int]:
+    """Run `query` and return its Iceberg scan's metrics (files planned, files skipped)."""
+    spark.conf.set("spark.sql.adaptive.enabled", "false")  # the executed plan is the plan run
+    try:
+        df = spark.sql(query)
+        df.collect()
+        leaves = df._jdf.queryExecution().executedPlan().collectLeaves()
+        scans = [
+            leaves.apply(i)
+            for i in range(leaves.size())
+            if "BatchScan" in leaves.apply(i).nodeName()
+        ]
+    finally:
+        spark.conf.set("spark.sql.adaptive.enabled", "true")
+    assert len(scans) == 1, [leaves.apply(i).nodeName() for i in range(leaves.size())]
+    metrics = scans[0].metrics()
+    return {
+        name: int(metrics.get(name).get().value())
+        for name in ("resultDataFiles", "skippedDataFiles")
+    }
+
+
+def test_a_date_filter_reads_only_that_days_files(spark, dataset) -> None:
+    _, manifest, _ = dataset
+    day = min(manifest["days"])
+    files = spark.sql(
+        "SELECT COUNT(*) AS n, COUNT_IF(partition.date = DATE'" + day + "') AS on_day "
+        "FROM nginx_logs.access_logs.data_files"
+    ).collect()[0]
+    assert 0 < files.on_day < files.n
+    # SUM is not answered from metadata (COUNT would be): the scan really runs.
+    got = scan_metrics(
+        spark, f"SELECT SUM(response_size) FROM nginx_logs.access_logs WHERE date = DATE'{day}'"
     )
-    q2 = (
-        "SELECT COUNT(*) FROM nginx_logs.access_logs "
-        "WHERE date = '2025-03-01' AND hour BETWEEN 10 AND 12"
-    )
-    for q in (q1, q2):
-        plan = spark.sql(q)._jdf.queryExecution().executedPlan().toString()
-        assert "BatchScan" in plan and "date" in plan.split("BatchScan", 1)[1].split("\n")[0]
-    spark.sql("USE nginx_logs")
-    assert spark.sql(q2.replace("nginx_logs.", "")).collect()[0][0] > 0
+    # Without pruning every data file is planned. (Files of manifests pruned whole by their
+    # partition ranges are not counted as skipped, so only the planned count is exact.)
+    assert got["resultDataFiles"] == files.on_day
+    assert got["skippedDataFiles"] <= files.n - files.on_day
 
 
 @pytest.mark.slow
-def test_killed_run_then_rerun_is_exact(spark, lakehouse_env, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_killed_run_then_rerun_is_exact(spark, lakehouse, tmp_path: Path) -> None:
     manifest = generate(tmp_path, 12)
     proc = subprocess.Popen(
         [
@@ -225,36 +251,34 @@ def test_killed_run_then_rerun_is_exact(spark, lakehouse_env, tmp_path: Path) ->
             "--max-bytes-per-commit",
             "1",
         ],
-        env={**os.environ, **lakehouse_env},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        env=dict(os.environ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
         text=True,
         cwd=REPO,
         start_new_session=True,
     )
-    assert proc.stdout is not None
-    for line in proc.stdout:  # kill right after the first data commit, before its ledger entry
-        if line.startswith("committed data"):
+    assert proc.stderr is not None
+    for line in proc.stderr:  # kill right after the first data commit, before its ledger entry
+        if "ingest.batch: committed " in line:
             os.killpg(proc.pid, signal.SIGKILL)
             break
     proc.wait(timeout=300)
     assert proc.returncode == -signal.SIGKILL
     partial = counts(spark, manifest)
     assert 0 < partial["accepted"] < manifest["totals"]["valid"]
-    ingest(tmp_path, lakehouse_env)
+    ingest(tmp_path)
     assert counts(spark, manifest) == expected(manifest)
 
 
 @pytest.mark.slow
-def test_concurrent_ingests_of_different_files_both_land(
-    spark, lakehouse_env, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
+def test_concurrent_ingests_of_different_files_both_land(spark, lakehouse, tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     ma, mb = generate(a, 21), generate(b, 22)
     procs = [
         subprocess.Popen(
             [str(Path(sys.executable).parent / "logberg"), "ingest", "--input", p.as_uri()],
-            env={**os.environ, **lakehouse_env},
+            env=dict(os.environ),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -269,7 +293,7 @@ def test_concurrent_ingests_of_different_files_both_land(
     assert counts(spark, mb) == expected(mb)
 
 
-def test_changed_file_has_its_rows_replaced(spark, lakehouse_env, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_changed_file_has_its_rows_replaced(spark, lakehouse, tmp_path: Path) -> None:
     day = tmp_path / "raw" / "nginx" / "dt=2025-04-01"
     day.mkdir(parents=True)
     log = day / "live.log"
@@ -278,9 +302,9 @@ def test_changed_file_has_its_rows_replaced(spark, lakehouse_env, tmp_path: Path
         '"Mozilla/5.0 (X11; Linux x86_64) Firefox/125.0"'
     )
     log.write_text("\n".join(line.format(s=s) for s in range(10)) + "\n")
-    ingest(tmp_path, lakehouse_env)
+    ingest(tmp_path)
     log.write_text("\n".join(line.format(s=s) for s in range(20, 45)) + "\n")
-    r = ingest(tmp_path, lakehouse_env)
+    r = ingest(tmp_path)
     assert "1 changed" in r.stdout
     uri = file_uris(spark, {"files": [{"uri": f"file://{log}"}]})[0]
     rows = spark.sql(
@@ -289,8 +313,8 @@ def test_changed_file_has_its_rows_replaced(spark, lakehouse_env, tmp_path: Path
     assert sorted(r.url for r in rows) == sorted(f"/p{s}" for s in range(20, 45))
 
 
-def test_a_new_file_inside_a_compacted_files_bounds_lands_exactly(  # type: ignore[no-untyped-def]
-    spark, lakehouse_env, tmp_path: Path
+def test_a_new_file_inside_a_compacted_files_bounds_lands_exactly(
+    spark, lakehouse, tmp_path: Path
 ) -> None:
     # Compaction writes data files that hold several source files; a later file whose URI
     # sorts between theirs cannot be committed with an overwrite by source_file (Iceberg
@@ -306,7 +330,7 @@ def test_a_new_file_inside_a_compacted_files_bounds_lands_exactly(  # type: igno
         return file_uris(spark, {"files": [{"uri": f"file://{day / name}.log"}]})[0]
 
     outer = [write("a", 5), write("z", 7)]
-    ingest(tmp_path, lakehouse_env)
+    ingest(tmp_path)
     spark.sql(
         "CALL logberg.system.rewrite_data_files(table => 'nginx_logs.access_logs', "
         f"where => \"source_file IN ({in_list(outer)})\", options => map('min-input-files', '2'))"
@@ -318,7 +342,7 @@ def test_a_new_file_inside_a_compacted_files_bounds_lands_exactly(  # type: igno
     ).collect()
     assert [(r.lo, r.hi) for r in bounds] == [tuple(outer)], "one compacted file spans a..z"
     inner = write("m", 3)
-    ingest(tmp_path, lakehouse_env)
+    ingest(tmp_path)
     got = spark.sql(
         "SELECT source_file, COUNT(*) AS n FROM nginx_logs.access_logs "
         f"WHERE source_file IN ({in_list([*outer, inner])}) GROUP BY 1"

@@ -1,4 +1,4 @@
-"""Building logberg's JVM parser jar (logberg.jvm) with the real javac."""
+"""Building logberg's JVM parser jar (logberg.platform.build.jvm) with the real javac."""
 
 from __future__ import annotations
 
@@ -8,33 +8,38 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from logberg import jvm
 from logberg.errors import ConfigError
-from logberg.settings import java_home
+from logberg.platform import runtime
+from logberg.platform.build import jvm
+from logberg.platform.settings import java_home
 
 SPARK_JARS = Path(pyspark.__file__).parent / "jars"
 
 
+@pytest.mark.slow
 def test_build_is_reproducible_and_holds_the_parser(tmp_path: Path) -> None:
     a = jvm.build(SPARK_JARS, tmp_path / "a" / "p.jar", java_home())
     b = jvm.build(SPARK_JARS, tmp_path / "b" / "p.jar", java_home())
     assert a.read_bytes() == b.read_bytes()
     with zipfile.ZipFile(a) as jar:
         names = jar.namelist()
-    for cls in ("ParseLine", "LineScan", "LogLines", "RejectCollector"):
+    for cls in ("ParseLine", "LineScan", "LogLines", "RejectCollector", "Field", "Reject"):
         assert f"dev/logberg/{cls}.class" in names
     assert not list(a.parent.glob(".*")), "no partial jar left behind"
 
 
+@pytest.mark.slow
 def test_local_jar_is_named_after_sources_and_spark(tmp_path: Path) -> None:
     jar = jvm.local_jar(tmp_path)
-    assert jar.name == f"{jvm.JAR_PREFIX}-{jvm.fingerprint(pyspark.__version__)}.jar"
-    assert jvm.fingerprint(pyspark.__version__) != jvm.fingerprint("0.0.0")
-    stale = jar.with_name(f"{jvm.JAR_PREFIX}-000000000000.jar")
-    stale.write_bytes(b"old")
+    fingerprint = runtime.parser_fingerprint(pyspark.__version__)
+    assert jar.name == f"{runtime.PARSER_JAR_PREFIX}-{fingerprint}.jar"
+    assert fingerprint != runtime.parser_fingerprint("0.0.0")
+    assert runtime.parser_jar(tmp_path) == jar  # where sessions look for it
+    other = jar.with_name(f"{runtime.PARSER_JAR_PREFIX}-000000000000.jar")
+    other.write_bytes(b"old")
     jar.unlink()
     assert jvm.local_jar(tmp_path) == jar and jar.is_file()
-    assert not stale.exists(), "a jar for other sources is removed"
+    assert other.exists(), "a jar for other sources stays (another checkout may use it)"
 
 
 def test_a_jre_without_javac_fails_naming_java_home(tmp_path: Path) -> None:

@@ -17,8 +17,9 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from logberg.ingest import IngestConfig, list_inputs, read_parsed, sample_agents
-from logberg.parse import LINES_SOURCE, RejectSink, parse_lines
+from logberg.pipeline.ingest.plan import list_inputs
+from logberg.pipeline.ingest.reader import RejectSink, read_parsed, sample_agents
+from logberg.pipeline.parse import LINES_SOURCE, parse_lines
 
 GOOD = (
     '1.2.3.4 - - [10/Jan/2025:13:55:36 +0100] "GET /a/B.JPG?x=1 HTTP/1.1" 200 12 "-" '
@@ -83,7 +84,7 @@ def _files(tmp_path: Path) -> list[Path]:
     return [tmp_path / name for name in files]
 
 
-def test_rows_match_sparks_text_source_and_the_udf(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_rows_match_sparks_text_source_and_the_udf(spark, tmp_path: Path) -> None:
     paths = _files(tmp_path)
     got = read_parsed(spark, [_uri(p) for p in paths])
     assert got.rdd.getNumPartitions() == len(paths)  # one task per file: exact line numbers
@@ -98,9 +99,7 @@ def test_rows_match_sparks_text_source_and_the_udf(spark, tmp_path: Path) -> Non
     assert any(r.source_file.endswith("d.log.gz") for r in want)
 
 
-def test_a_crlf_split_across_reads_and_a_line_longer_than_the_buffer(  # type: ignore[no-untyped-def]
-    spark, tmp_path: Path
-) -> None:
+def test_a_crlf_split_across_reads_and_a_line_longer_than_the_buffer(spark, tmp_path: Path) -> None:
     # The reader's buffer starts at 1 MiB: the first line fills it up to its CR, whose LF
     # comes with the next read; the next line is longer than the buffer.
     first = "x" * ((1 << 20) - 1)
@@ -121,17 +120,17 @@ def test_a_crlf_split_across_reads_and_a_line_longer_than_the_buffer(  # type: i
     )
 
 
-def test_file_names_that_need_escaping_in_a_uri(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_file_names_that_need_escaping_in_a_uri(spark, tmp_path: Path) -> None:
     path = tmp_path / "access 50%.log"
     path.write_text(GOOD + "\n")
-    (listed,) = list_inputs(spark, IngestConfig(inputs=[tmp_path.as_uri()]))
+    (listed,) = list_inputs(spark, [tmp_path.as_uri()], None)
     assert listed.uri.endswith("/access%2050%25.log")
     (row,) = read_parsed(spark, [listed.uri]).collect()
     assert (row.source_file, row.line_number, row.ip_address) == (listed.uri, 1, "1.2.3.4")
     assert sample_agents(spark, [listed]) == [GOOD.split('"')[5]]
 
 
-def test_the_sink_keeps_each_rejected_line_once(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_the_sink_keeps_each_rejected_line_once(spark, tmp_path: Path) -> None:
     path = tmp_path / "a.log"
     lines = [GOOD, "garbage", BAD_STATUS, GOOD, "1"]
     path.write_text("\n".join(lines) + "\n")
@@ -151,7 +150,7 @@ def test_the_sink_keeps_each_rejected_line_once(spark, tmp_path: Path) -> None: 
     assert count == 3
 
 
-def test_the_sink_over_budget_keeps_nothing_and_says_so(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_the_sink_over_budget_keeps_nothing_and_says_so(spark, tmp_path: Path) -> None:
     path = tmp_path / "a.log"
     path.write_text("garbage " * 3 + "\n" + "more garbage " * 3 + "\n")
     sink = RejectSink(spark, budget_chars=30)
@@ -164,7 +163,7 @@ def _load(spark: SparkSession, **options: str) -> DataFrame:
     return spark.read.format(LINES_SOURCE).options(**options).load()
 
 
-def test_a_missing_option_or_file_is_a_clear_error(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_missing_option_or_file_is_a_clear_error(spark, tmp_path: Path) -> None:
     with pytest.raises(Exception, match="set the option 'files'"):
         _load(spark).collect()
     with pytest.raises(Exception, match="no RejectCollector registered with id nope"):

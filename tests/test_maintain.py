@@ -12,14 +12,17 @@ from typing import Any
 
 import pytest
 
-from logberg import maintain
 from logberg.errors import ConfigError
-from logberg.ingest import IngestConfig, ingest
-from logberg.tables import create_ingest_tables
-from tests.conftest import run_logberg
+from logberg.lakehouse import tables
+from logberg.lakehouse.schema import INGEST_TABLES
+from logberg.pipeline import maintenance as maintain
+from logberg.pipeline import rollback
+from logberg.pipeline.ingest.batch import ingest
+from logberg.pipeline.ingest.config import IngestConfig
+from tests.conftest import reset_namespace, run_logberg
 from tests.test_ingest import generate
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("lakehouse")]
 
 TABLE = "nginx_logs.access_logs"
 DAYS = "'2024-02-01', '2024-02-02'"
@@ -57,12 +60,13 @@ def table_location(spark: Any) -> Path:
 def ingest_one(spark: Any, out: Path, seed: int) -> None:
     day = ("--start-date", "2024-02-03", "--end-date", "2024-02-03")
     generate(out, seed, "--num-files", "1", "--lines-per-file", "20", *day)
-    ingest(spark, IngestConfig(inputs=[out.as_uri()]))
+    ingest(spark, IngestConfig(inputs=(out.as_uri(),)))
 
 
 @pytest.fixture(scope="module")
-def fifty_ingests(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def fifty_ingests(spark: Any, lakehouse: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """50 tiny files, ingested with one commit each: at least 50 small data files."""
+    reset_namespace(spark)  # snapshot and file counts below are this module's own
     out = tmp_path_factory.mktemp("landing-maintain")
     generate(
         out,
@@ -78,22 +82,22 @@ def fifty_ingests(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
         "--malformed-rate",
         "0.05",
     )
-    one_commit_per_file = IngestConfig(inputs=[out.as_uri()], max_bytes_per_commit=1, verify=False)
+    one_commit_per_file = IngestConfig(inputs=(out.as_uri(),), max_bytes_per_commit=1, verify=False)
     res = ingest(spark, one_commit_per_file)
-    assert res.files == 50
+    assert res.total.files == 50
     return out
 
 
-def test_orphan_margin_below_three_days_is_refused() -> None:
+def test_orphan_margin_below_three_days_is_refused(lakehouse: Any) -> None:
     with pytest.raises(ConfigError, match="--orphan-margin-days"):
-        maintain.parse_maintain_args(["--orphan-margin-days", "1"])
+        maintain.MaintainConfig(orphan_margin_days=1)
     r = run_logberg(["maintain", "--orphan-margin-days", "2.5"])
     assert r.returncode == 2 and "--orphan-margin-days" in r.stderr
 
 
 @pytest.mark.slow
 def test_maintain_compacts_and_expires_with_identical_results(
-    spark: Any, lakehouse_env: dict[str, str], fifty_ingests: Path
+    spark: Any, fifty_ingests: Path
 ) -> None:
     files_before = data_files(spark)
     assert files_before >= 50
@@ -103,7 +107,6 @@ def test_maintain_compacts_and_expires_with_identical_results(
 
     r = run_logberg(
         ["maintain", "--table", "access_logs", "--retention-days", "0", "--retain-last", "1"],
-        lakehouse_env,
     )
     assert r.returncode == 0, r.stderr[-3000:]
     assert "nginx_logs.access_logs: data files" in r.stdout
@@ -143,9 +146,7 @@ def test_orphans_removed_only_past_the_margin(spark: Any, fifty_ingests: Path) -
 
 
 @pytest.mark.slow
-def test_time_travel_and_rollback(
-    spark: Any, lakehouse_env: dict[str, str], tmp_path: Path
-) -> None:
+def test_time_travel_and_rollback(spark: Any, lakehouse: Any, tmp_path: Path) -> None:
     ingest_one(spark, tmp_path / "0", 44)
     snap, count = current_snapshot(spark), row_count(spark)
     ingest_one(spark, tmp_path / "a", 42)
@@ -154,13 +155,12 @@ def test_time_travel_and_rollback(
     # The past, through the CLI and in plain SQL.
     r = run_logberg(
         ["query", f"SELECT COUNT(*) AS n FROM {TABLE}", "--as-of", str(snap), "--format", "csv"],
-        lakehouse_env,
     )
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.splitlines() == ["n", str(count)]
     assert spark.sql(f"SELECT COUNT(*) FROM {TABLE} VERSION AS OF {snap}").collect()[0][0] == count
 
-    r = run_logberg(["rollback", "access_logs", "--to", str(snap)], lakehouse_env)
+    r = run_logberg(["rollback", "access_logs", "--to", str(snap)])
     assert r.returncode == 0, r.stderr[-3000:]
     assert f"current snapshot {snap}" in r.stdout
     assert current_snapshot(spark) == snap and row_count(spark) == count
@@ -170,22 +170,22 @@ def test_time_travel_and_rollback(
     last = spark.sql(
         f"SELECT date_format(max(made_current_at), 'yyyy-MM-dd HH:mm:ss.SSS') FROM {TABLE}.history"
     ).collect()[0][0]
-    cut = maintain.parse_timestamp(last) + dt.timedelta(milliseconds=1)
+    cut = rollback.parse_timestamp(last) + dt.timedelta(milliseconds=1)
     ingest_one(spark, tmp_path / "b", 43)
     assert row_count(spark) > count
     as_of_cut = f"SELECT COUNT(*) FROM {TABLE} FOR SYSTEM_TIME AS OF '{cut.isoformat(' ')}'"
     assert spark.sql(as_of_cut).collect()[0][0] == count
-    prev, cur = maintain.rollback(spark, maintain.RollbackConfig(TABLE, timestamp=cut))
-    assert cur == snap and prev != snap and row_count(spark) == count
+    done = rollback.rollback(spark, rollback.RollbackConfig(TABLE, timestamp=cut))
+    assert done.current == snap and done.previous != snap and row_count(spark) == count
 
 
-def test_rollback_refuses_unknown_table_and_snapshot(spark: Any) -> None:
-    create_ingest_tables(spark)
+def test_rollback_refuses_unknown_table_and_snapshot(spark: Any, lakehouse: Any) -> None:
+    tables.ensure(spark, INGEST_TABLES)
     with pytest.raises(ConfigError, match="TABLE"):
-        maintain.rollback(spark, maintain.RollbackConfig("nginx_logs.no_such_table", 1))
+        rollback.rollback(spark, rollback.RollbackConfig("nginx_logs.no_such_table", 1))
     with pytest.raises(ConfigError, match="--to 12345"):
-        maintain.rollback(spark, maintain.RollbackConfig(TABLE, 12345))
+        rollback.rollback(spark, rollback.RollbackConfig(TABLE, 12345))
     with pytest.raises(ConfigError, match="TABLE"):
-        maintain.parse_rollback_args(["bad-name!", "--to", "1"])
+        maintain.table_name("bad-name!", "TABLE")
     r = run_logberg(["rollback", "access_logs"])
     assert r.returncode == 2

@@ -9,8 +9,7 @@ from pyspark.sql import Row
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from logberg.ingest import to_access_rows, to_rejects
-from logberg.parse import PARSE_UDF, parse_lines
+from logberg.pipeline.parse import PARSE_UDF, parse_lines, to_access_rows, to_rejects
 
 UA_CHROME = (
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
@@ -165,14 +164,14 @@ BAD = [
 ]
 
 
-def _frame(spark, lines):  # type: ignore[no-untyped-def]
+def _frame(spark, lines):
     return spark.createDataFrame(
         [Row(value=v, source_file="file:/t.log", line_number=i + 1) for i, v in enumerate(lines)]
     )
 
 
 @pytest.mark.parametrize(("name", "line", "expected"), GOOD, ids=[g[0] for g in GOOD])
-def test_good_lines(spark, name, line, expected) -> None:  # type: ignore[no-untyped-def]
+def test_good_lines(spark, name, line, expected) -> None:
     rows = to_access_rows(parse_lines(_frame(spark, [line])), F.current_timestamp()).collect()
     assert len(rows) == 1, name
     got = rows[0].asDict()
@@ -184,14 +183,14 @@ def test_good_lines(spark, name, line, expected) -> None:  # type: ignore[no-unt
 
 
 @pytest.mark.parametrize(("name", "line", "reason"), BAD, ids=[b[0] for b in BAD])
-def test_bad_lines_are_rejected_with_reason(spark, name, line, reason) -> None:  # type: ignore[no-untyped-def]
+def test_bad_lines_are_rejected_with_reason(spark, name, line, reason) -> None:
     parsed = parse_lines(_frame(spark, [line]))
     assert to_access_rows(parsed, F.current_timestamp()).count() == 0
     rej = to_rejects(parsed, "run", F.current_timestamp()).collect()
     assert [(r.reason, r.raw_line, r.line_number) for r in rej] == [(reason, line, 1)]
 
 
-def test_every_line_is_accepted_or_rejected(spark) -> None:  # type: ignore[no-untyped-def]
+def test_every_line_is_accepted_or_rejected(spark) -> None:
     lines = [g[1] for g in GOOD] + [b[1] for b in BAD]
     parsed = parse_lines(_frame(spark, lines))
     ok = to_access_rows(parsed, F.current_timestamp()).count()
@@ -199,12 +198,12 @@ def test_every_line_is_accepted_or_rejected(spark) -> None:  # type: ignore[no-u
     assert (ok, bad) == (len(GOOD), len(BAD))
 
 
-def _plan(df) -> str:  # type: ignore[no-untyped-def]
+def _plan(df) -> str:
     return str(df._jdf.queryExecution().executedPlan().toString())
 
 
 @pytest.mark.parametrize("keep", ["ip_address", "reject_reason", "*"])
-def test_the_parser_runs_once_per_line_whatever_is_filtered(spark, keep) -> None:  # type: ignore[no-untyped-def]
+def test_the_parser_runs_once_per_line_whatever_is_filtered(spark, keep) -> None:
     # A filter on the parse's output must not be rewritten in terms of the raw line: that
     # copies the parser call into the filter once per reference.
     parsed = parse_lines(_frame(spark, ["x"]))
@@ -217,8 +216,8 @@ def test_the_parser_runs_once_per_line_whatever_is_filtered(spark, keep) -> None
         assert plan.count(f"{PARSE_UDF}(") == 1, plan
 
 
-def test_agent_lookup_gives_the_same_classes_as_row_by_row(spark) -> None:  # type: ignore[no-untyped-def]
-    from logberg.devices import agent_lookup
+def test_agent_lookup_gives_the_same_classes_as_row_by_row(spark) -> None:
+    from logberg.pipeline.devices import agent_lookup
 
     lines = [g[1] for g in GOOD] + [b[1] for b in BAD]
     parsed = parse_lines(_frame(spark, lines))
@@ -235,8 +234,8 @@ def test_agent_lookup_gives_the_same_classes_as_row_by_row(spark) -> None:  # ty
     assertDataFrameEqual(looked_up, inline)
 
 
-def test_driver_side_lookup_keeps_agents_exactly_and_runs_no_job(spark) -> None:  # type: ignore[no-untyped-def]
-    from logberg.devices import agent_lookup
+def test_driver_side_lookup_keeps_agents_exactly_and_runs_no_job(spark) -> None:
+    from logberg.pipeline.devices import agent_lookup
 
     agents = ["it's \\ odd", 'a "quoted" agent', "Googlebot/2.1", "Mozilla/5.0 (iPad; x)"]
     lookup = agent_lookup(spark, agents)

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from logberg.procs import free_port
+from logberg.platform.procs import free_port
 from tests.conftest import REPO, run_logberg
 from tests.pg import PgServer
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("lakehouse")]
 
 
-def test_iceberg_lifecycle_through_thrift_metastore_on_derby(spark) -> None:  # type: ignore[no-untyped-def]
+def test_iceberg_lifecycle_through_thrift_metastore_on_derby(spark) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "tests.helpers.lifecycle", "nginx_logs.lifecycle_derby"],
         capture_output=True,
@@ -35,10 +35,10 @@ def test_iceberg_lifecycle_through_thrift_metastore_on_derby(spark) -> None:  # 
     assert result["then"] == [[1, "a"], [2, "b"]]
 
 
-def test_spark_hive_client_and_iceberg_speak_to_the_pinned_metastore(spark) -> None:  # type: ignore[no-untyped-def]
+def test_spark_hive_client_and_iceberg_speak_to_the_pinned_metastore(spark) -> None:
     """Spark's built-in Hive client (get_table) and Iceberg's HiveCatalog both work against
     the metastore version we ship; Hive >= 4.0.1 would fail here with 'Invalid method name'."""
-    from logberg.settings import LocalSettings
+    from logberg.platform.settings import LocalSettings
     from logberg.versions import pins
 
     spark.sql("CREATE TABLE IF NOT EXISTS nginx_logs.pairing (id INT) USING iceberg")
@@ -144,7 +144,7 @@ def test_two_homes_run_side_by_side_and_down_stops_only_its_own(
 
 
 @pytest.mark.slow
-def test_two_writers_commit_concurrently_without_loss(spark) -> None:  # type: ignore[no-untyped-def]
+def test_two_writers_commit_concurrently_without_loss(spark) -> None:
     table = "nginx_logs.concurrent_writes"
     spark.sql(f"DROP TABLE IF EXISTS {table}")
     spark.sql(
@@ -174,7 +174,7 @@ def test_two_writers_commit_concurrently_without_loss(spark) -> None:  # type: i
     assert snapshots == 2 * batches
 
 
-def test_logberg_sql_shell_and_query_cli(spark, lakehouse_env: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+def test_logberg_sql_shell_and_query_cli(spark, lakehouse_env: dict[str, str]) -> None:
     spark.sql("CREATE TABLE IF NOT EXISTS nginx_logs.cli_probe (id INT, name STRING) USING iceberg")
     spark.sql("INSERT OVERWRITE nginx_logs.cli_probe VALUES (1, 'x'), (2, 'y')")
     shell = run_logberg(["sql", "-e", "SHOW TABLES IN nginx_logs"], lakehouse_env)
@@ -198,9 +198,9 @@ def test_logberg_sql_shell_and_query_cli(spark, lakehouse_env: dict[str, str]) -
     assert csv_out.stdout.splitlines() == ["id,name", "1,x", "2,y"]
 
 
-def test_s3_round_trip_text_and_iceberg_warehouse(spark) -> None:  # type: ignore[no-untyped-def]
-    from logberg import s3server
-    from logberg.settings import LocalSettings
+def test_s3_round_trip_text_and_iceberg_warehouse(spark) -> None:
+    from logberg.platform import s3server
+    from logberg.platform.settings import LocalSettings
 
     settings = LocalSettings.from_env()
     client = s3server.boto3_client(settings)
@@ -235,8 +235,8 @@ def test_metastore_down_or_wrong_port_fails_fast(lakehouse_env: dict[str, str]) 
 
 
 def test_missing_bucket_fails_fast(lakehouse_env: dict[str, str]) -> None:
-    from logberg import s3server
-    from logberg.settings import LocalSettings
+    from logberg.platform import s3server
+    from logberg.platform.settings import LocalSettings
 
     settings = LocalSettings.from_env()
     env = {

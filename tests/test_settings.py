@@ -9,8 +9,8 @@ import pytest
 import tomllib
 
 from logberg.errors import ConfigError
-from logberg.session import CATALOG, LakehouseConfig, catalog_conf
-from logberg.settings import LocalSettings, MetastoreDb
+from logberg.lakehouse.session import CATALOG, LakehouseConfig, catalog_conf
+from logberg.platform.settings import LocalSettings, MetastoreDb
 from logberg.versions import pins
 
 REPO = Path(__file__).resolve().parents[1]
@@ -105,35 +105,56 @@ def test_metastore_is_a_version_spark_and_iceberg_speak_to() -> None:
     # Iceberg's HiveCatalog call; the integration tests prove the pinned pairing end to end.
     major, minor, patch = (int(x) for x in pins().hive.split("."))
     assert (major, minor, patch) < (4, 0, 1)
-    assert pins().hive_image == f"apache/hive:{pins().hive}"
 
 
 def test_class_archive_options_follow_the_archive(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from logberg import cds
-    from logberg.session import local_conf
+    from logberg.platform import local, runtime
+
+    jars = tmp_path / "jars" / "spark"
+    jars.mkdir(parents=True)
+    (jars / "iceberg-spark-runtime.jar").write_bytes(b"")
+    parser = runtime.parser_jar(tmp_path)
+    parser.parent.mkdir(parents=True)
+    parser.write_bytes(b"")
+    monkeypatch.setenv("LOGBERG_TOOLS", str(tmp_path))
+    monkeypatch.setenv("LOGBERG_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv(runtime.CDS_DUMP_ENV, raising=False)
+    s = LocalSettings.from_env()
+    assert runtime.cds_java_options(s) == ""  # no archive yet: start without one
+    archive = runtime.cds_archive(s)
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(b"x")
+    assert f"-XX:SharedArchiveFile={archive}" in runtime.cds_java_options(s)
+    cfg = LakehouseConfig(metastore_uri=s.metastore_uri, warehouse=s.warehouse.as_uri())
+    conf = local.spark_runtime(s, cfg).conf
+    assert f"-XX:SharedArchiveFile={archive}" in conf["spark.driver.extraJavaOptions"]
+    # Jars on the JVM's class path (no per-session copies), never through spark.jars.
+    assert "spark.jars" not in conf
+    assert str(jars / "iceberg-spark-runtime.jar") in conf["spark.driver.extraClassPath"]
+    assert str(parser) in conf["spark.driver.extraClassPath"]
+    # Another jar set is another archive; the old one is not used for it.
+    (jars / "other.jar").write_bytes(b"")
+    assert runtime.cds_archive(s) != archive
+    assert runtime.cds_java_options(s) == ""
+    out = str(tmp_path / "out.jsa")
+    assert f"-XX:ArchiveClassesAtExit={out}" in runtime.cds_java_options(s, dump_to=out)
+
+
+def test_a_session_never_builds_what_setup_makes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A missing or stale parser jar is an error naming `make setup`, not a javac run."""
+    from logberg.platform import local
 
     jars = tmp_path / "jars" / "spark"
     jars.mkdir(parents=True)
     (jars / "iceberg-spark-runtime.jar").write_bytes(b"")
     monkeypatch.setenv("LOGBERG_TOOLS", str(tmp_path))
     monkeypatch.setenv("LOGBERG_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv(cds.DUMP_ENV, raising=False)
     s = LocalSettings.from_env()
-    assert cds.java_options(s) == ""  # no archive yet: start without one
-    archive = cds.archive(s)
-    archive.parent.mkdir(parents=True)
-    archive.write_bytes(b"x")
-    assert f"-XX:SharedArchiveFile={archive}" in cds.java_options(s)
-    conf = local_conf(s)
-    assert f"-XX:SharedArchiveFile={archive}" in conf["spark.driver.extraJavaOptions"]
-    # Jars on the JVM's class path (no per-session copies), never through spark.jars.
-    assert "spark.jars" not in conf
-    assert str(jars / "iceberg-spark-runtime.jar") in conf["spark.driver.extraClassPath"]
-    # Another jar set is another archive; the old one is not used for it.
-    (jars / "other.jar").write_bytes(b"")
-    assert cds.archive(s) != archive
-    assert cds.java_options(s) == ""
-    monkeypatch.setenv(cds.DUMP_ENV, str(tmp_path / "out.jsa"))
-    assert f"-XX:ArchiveClassesAtExit={tmp_path / 'out.jsa'}" in cds.java_options(s)
+    cfg = LakehouseConfig(metastore_uri=s.metastore_uri, warehouse=s.warehouse.as_uri())
+    with pytest.raises(ConfigError, match="make setup"):
+        local.spark_runtime(s, cfg)
+    assert not (tmp_path / "jars" / "logberg").exists()

@@ -15,12 +15,14 @@ from typing import IO, Any
 
 import pytest
 
+from logberg.cli import build_parser, follow_config, ingest_config
 from logberg.errors import ConfigError
-from logberg.ingest import IngestConfig, ingest, parse_args
+from logberg.pipeline.ingest.batch import ingest
+from logberg.pipeline.ingest.config import IngestConfig
 from tests.conftest import REPO, run_logberg
 from tests.test_ingest import file_uris, generate, in_list
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("lakehouse")]
 
 GUARD_S = 900  # only against a hung stream; nothing asserts on time
 
@@ -85,6 +87,12 @@ def table_state(spark: Any, uris: list[str]) -> dict[str, Any]:
     return {"rows": rows, "event_ids": ids, "rejects": rejects}
 
 
+def parse_args(argv: list[str]) -> IngestConfig:
+    """`logberg ingest ARGV` as the CLI turns it into a config."""
+    a = build_parser().parse_args(["ingest", *argv])
+    return ingest_config(a, follow_config(a))
+
+
 def test_follow_options_fail_fast() -> None:
     with pytest.raises(ConfigError, match="--trigger-seconds"):
         parse_args(["--input", "file:///tmp/x", "--trigger-seconds", "2"])
@@ -128,39 +136,39 @@ def test_killed_stream_restarted_equals_batch_ingest(
     assert len(logs) == 6
     follow = ["ingest", "--follow", "--input", landing.as_uri(), "--checkpoint", ckpt.as_uri()]
 
-    with open(tmp_path / "stream.err", "w") as err:
-        proc = subprocess.Popen(
-            [
-                str(Path(sys.executable).parent / "logberg"),
-                *follow,
-                "--trigger-seconds",
-                "2",
-                "--max-files-per-trigger",
-                "1",
-                "--analytics-every",
-                "0",
-            ],
-            env={**os.environ, **lakehouse_env},
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-            cwd=REPO,
-            start_new_session=True,
-        )
-        try:
-            assert proc.stdout is not None
-            out = Lines(proc.stdout)
-            out.wait(lambda: out.count("streaming ingest") > 0, "its start")
-            landed = drop(logs[:2], staging, landing)
-            out.wait(lambda: out.count("stream batch") >= 2, "two committed batches")
-            landed += drop(logs[2:], staging, landing)
-            # Kill inside the third batch: its data is in, its ledger/run/batch rows are not.
-            out.wait(lambda: out.count("committed data for") >= 3, "a third data commit")
+    # stdout and the log (stderr) as one stream of lines
+    proc = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "logberg"),
+            *follow,
+            "--trigger-seconds",
+            "2",
+            "--max-files-per-trigger",
+            "1",
+            "--analytics-every",
+            "0",
+        ],
+        env={**os.environ, **lakehouse_env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=REPO,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdout is not None
+        out = Lines(proc.stdout)
+        out.wait(lambda: out.count("streaming ingest") > 0, "its start")
+        landed = drop(logs[:2], staging, landing)
+        out.wait(lambda: out.count("stream batch") >= 2, "two committed batches")
+        landed += drop(logs[2:], staging, landing)
+        # Kill inside the third batch: its data is in, its ledger/run/batch rows are not.
+        out.wait(lambda: out.count("ingest.batch: committed") >= 3, "a third data commit")
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=120)
+        proc.wait(timeout=120)
     assert proc.returncode == -signal.SIGKILL
     assert out.count("stream batch") == 2
 
@@ -204,7 +212,7 @@ def test_killed_stream_restarted_equals_batch_ingest(
 
     # A batch ingest sees the files as done (same ledger), and re-reading them all (--full)
     # produces exactly the ids already there: nothing added, nothing missing.
-    assert ingest(spark, IngestConfig(inputs=[landing.as_uri()])).files == 0
-    full = ingest(spark, IngestConfig(inputs=[landing.as_uri()], full=True))
+    assert ingest(spark, IngestConfig(inputs=(landing.as_uri(),))).total.files == 0
+    full = ingest(spark, IngestConfig(inputs=(landing.as_uri(),), full=True)).total
     assert (full.files, full.accepted, full.rejected) == (6, valid, malformed)
     assert table_state(spark, uris) == streamed

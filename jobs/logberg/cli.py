@@ -1,124 +1,519 @@
-"""The `logberg` command line. Each subcommand parses typed options and calls one module."""
+"""The `logberg` command line: one argparse tree, every subcommand and its --help.
+
+Each handler turns parsed options into a typed config, builds the session, calls one job
+and prints its result. Logging goes to stderr (`--log-format json` for clusters); results
+go to stdout. The same commands run as SparkApplications (jobs/spark_entry.py).
+"""
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import json
+import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from logberg.errors import ConfigError, ServiceError
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
-def _cmd_local(args: argparse.Namespace) -> int:
-    from logberg import local
-    from logberg.settings import LocalSettings
+    from logberg.pipeline.analytics import AnalyticsConfig
+    from logberg.pipeline.ingest.config import FollowConfig, IngestConfig
+
+log = logging.getLogger("logberg")
+Handler = Callable[[argparse.Namespace], int]
+
+
+# ---- logging ------------------------------------------------------------------------------
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        out = {
+            "ts": dt.datetime.fromtimestamp(record.created, dt.timezone.utc).isoformat(),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        if record.exc_info:
+            out["exc"] = self.formatException(record.exc_info)
+        return json.dumps(out)
+
+
+def configure_logging(fmt: str, level: str) -> None:
+    """logberg's own loggers to stderr, as human lines or JSON (Spark keeps its log4j)."""
+    handler = logging.StreamHandler(sys.stderr)
+    if fmt == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    log.handlers[:] = [handler]
+    log.setLevel(level.upper())
+    log.propagate = False
+
+
+# ---- sessions -----------------------------------------------------------------------------
+
+
+def in_cluster() -> bool:
+    """Started by spark-submit (a SparkApplication) or in a cluster pod."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ or os.environ.get("LOGBERG_PROFILE") == "cluster"
+
+
+def session(app_name: str) -> SparkSession:
+    """In a cluster: LOGBERG_* settings, Spark as submitted. Else the local platform."""
+    if in_cluster():
+        from logberg.lakehouse.session import LakehouseConfig, build_session
+
+        return build_session(app_name, LakehouseConfig.from_env())
+    from logberg.platform import local
+
+    return local.session(app_name)
+
+
+def default_landing() -> str:
+    env = os.environ.get("LOGBERG_LANDING")
+    if env:
+        return env
+    if in_cluster():
+        raise ConfigError("--input: not given, and LOGBERG_LANDING is not set")
+    from logberg.platform.settings import LocalSettings
+
+    return LocalSettings.from_env().landing.as_uri()
+
+
+# ---- local platform and SQL ---------------------------------------------------------------
+
+
+def cmd_local(a: argparse.Namespace) -> int:
+    from logberg.platform import local
+    from logberg.platform.settings import LocalSettings
 
     s = LocalSettings.from_env()
-    if args.action == "up":
-        for line in local.up(s, with_s3=args.s3):
-            print(line)
-    elif args.action == "down":
-        for line in local.down(s):
-            print(line)
+    if a.action == "up":
+        lines = local.up(s, with_s3=a.s3)
+    elif a.action == "down":
+        lines = local.down(s)
     else:
+        lines = []
         for st in local.status(s):
             state = f"running (pid {st.pid})" if st.running else "stopped"
-            print(f"{st.name:15} {state:22} {st.where}  log: {st.log}")
+            lines.append(f"{st.name:15} {state:22} {st.where}  log: {st.log}")
+    print("\n".join(lines))
     return 0
 
 
-def _cmd_sql(args: argparse.Namespace, rest: list[str]) -> int:
-    from logberg import sqlshell
+def cmd_sql(args: list[str]) -> int:
+    from logberg.lakehouse.session import LakehouseConfig, SparkRuntime
+    from logberg.lakehouse.sqlshell import exec_spark_sql
 
-    return sqlshell.exec_spark_sql(rest)
+    if in_cluster():
+        return exec_spark_sql(LakehouseConfig.from_env(), SparkRuntime(), args)
+    from logberg.platform import local
+    from logberg.platform.settings import LocalSettings
+
+    s = LocalSettings.from_env()
+    cfg = local.lakehouse_config(s)
+    return exec_spark_sql(cfg, local.spark_runtime(s, cfg), args)
 
 
-def _cmd_query(args: argparse.Namespace) -> int:
-    from logberg import query
+def cmd_query(a: argparse.Namespace) -> int:
+    from logberg.output import write_rows
+    from logberg.pipeline.query import query
 
-    return query.run(args.sql, fmt=args.format, as_of=args.as_of)
-
-
-def _cmd_setup_jars(args: argparse.Namespace) -> int:
-    from logberg import jars
-
-    print(f"JVM artifacts ready under {jars.resolve()}")
+    columns, rows = query(session("logberg-query"), a.sql, a.as_of)
+    write_rows(columns, rows, a.format, sys.stdout)
     return 0
 
 
-def _cmd_setup_cds(args: argparse.Namespace) -> int:
-    from logberg import cds
-    from logberg.settings import LocalSettings
+def cmd_top(a: argparse.Namespace) -> int:
+    from logberg.output import write_rows
+    from logberg.pipeline.summary import top_tables
 
-    print(f"class archive ready: {cds.build(LocalSettings.from_env())}")
+    sections = top_tables(session("logberg-top"))
+    if not sections:
+        print("no analytics yet: run `logberg run` first", file=sys.stderr)
+        return 1
+    for title, columns, rows in sections:
+        print(f"\n{title}")
+        write_rows(columns, rows, "table", sys.stdout)
+    print("\nExplore further: `.venv/bin/logberg sql` (try: USE nginx_logs; SHOW TABLES;)")
     return 0
 
 
-# Subcommands whose options their own module parses, so that they run unchanged as
-# SparkApplications (jobs/spark_entry.py calls the same main).
-JOB_COMMANDS = {
-    "generate": ("generator.cli", "generate nginx logs (see `logberg generate --help`)"),
-    "ingest": ("logberg.ingest", "ingest raw logs into nginx_logs.access_logs"),
-    "analytics": ("logberg.analytics", "build the daily/weekly top tables"),
-    "run": ("logberg.pipeline", "ingest, then analytics"),
-    "maintain": ("logberg.maintain", "compact, expire snapshots, remove orphans"),
-    "rollback": ("logberg.maintain", "roll a table back to a snapshot"),
-}
+# ---- the pipeline -------------------------------------------------------------------------
+
+
+def add_ingest_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--input",
+        action="append",
+        default=None,
+        metavar="URI",
+        help="landing prefix to scan for .log/.gz, repeatable (default: LOGBERG_LANDING, "
+        "else $LOGBERG_HOME/landing)",
+    )
+    p.add_argument(
+        "--since",
+        type=dt.date.fromisoformat,
+        default=None,
+        metavar="DATE",
+        help="only files under dt=DATE or later",
+    )
+    p.add_argument(
+        "--full", action="store_true", help="re-read every file, ignoring the ledger (still exact)"
+    )
+    p.add_argument(
+        "--max-bytes-per-commit",
+        type=int,
+        default=2 << 30,
+        metavar="N",
+        help="input bytes per commit (default 2 GiB)",
+    )
+    p.add_argument(
+        "--no-verify",
+        dest="verify",
+        action="store_false",
+        help="skip the post-commit check that every line read landed once",
+    )
+
+
+def add_follow_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("continuous ingest (--follow)")
+    g.add_argument("--follow", action="store_true", help="keep ingesting new files (streaming)")
+    g.add_argument(
+        "--once", action="store_true", help="with --follow: ingest what is there now, then stop"
+    )
+    g.add_argument("--trigger-seconds", type=float, help="micro-batch interval (default 10)")
+    g.add_argument("--max-files-per-trigger", type=int, help="files per micro-batch (default 100)")
+    g.add_argument(
+        "--max-bytes-per-trigger", type=int, help="input bytes per micro-batch (instead of files)"
+    )
+    g.add_argument("--checkpoint", metavar="URI", help="default <warehouse>/_checkpoints/ingest")
+    g.add_argument(
+        "--analytics-every",
+        type=int,
+        metavar="N",
+        help="refresh analytics after every N micro-batches (default 1; 0: never)",
+    )
+
+
+FOLLOW_ONLY = (
+    "once",
+    "trigger_seconds",
+    "max_files_per_trigger",
+    "max_bytes_per_trigger",
+    "checkpoint",
+    "analytics_every",
+)
+
+
+def follow_config(a: argparse.Namespace) -> FollowConfig | None:
+    from logberg.pipeline.ingest.config import (
+        DEFAULT_MAX_FILES_PER_TRIGGER,
+        DEFAULT_TRIGGER_SECONDS,
+        FollowConfig,
+    )
+
+    if not a.follow:
+        for name in FOLLOW_ONLY:
+            if getattr(a, name) not in (None, False):
+                raise ConfigError(f"--{name.replace('_', '-')} needs --follow")
+        return None
+    by_bytes = a.max_bytes_per_trigger is not None
+    return FollowConfig(
+        trigger_seconds=DEFAULT_TRIGGER_SECONDS if a.trigger_seconds is None else a.trigger_seconds,
+        max_files_per_trigger=a.max_files_per_trigger
+        or (None if by_bytes else DEFAULT_MAX_FILES_PER_TRIGGER),
+        max_bytes_per_trigger=a.max_bytes_per_trigger,
+        checkpoint=a.checkpoint,
+        once=a.once,
+        analytics_every=1 if a.analytics_every is None else a.analytics_every,
+    )
+
+
+def ingest_config(a: argparse.Namespace, follow: FollowConfig | None = None) -> IngestConfig:
+    from logberg.pipeline.ingest.config import IngestConfig
+
+    return IngestConfig(
+        inputs=tuple(a.input or [default_landing()]),
+        since=a.since,
+        full=a.full,
+        max_bytes_per_commit=a.max_bytes_per_commit,
+        verify=a.verify,
+        follow=follow,
+    )
+
+
+def add_analytics_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--top-n", type=int, default=10, help="ranks per day/week (default 10)")
+    p.add_argument(
+        "--exclude-bots",
+        action="store_true",
+        help="also build human-only *_humans variants of the top-IP tables",
+    )
+
+
+def cmd_ingest(a: argparse.Namespace) -> int:
+    from logberg.pipeline.ingest.batch import ingest
+
+    cfg = ingest_config(a, follow_config(a))
+    spark = session("logberg-ingest" if cfg.follow is None else "logberg-ingest-follow")
+    if cfg.follow is None:
+        print(ingest(spark, cfg).summary(), flush=True)
+        return 0
+    from logberg.pipeline.analytics import AnalyticsConfig, analytics
+    from logberg.pipeline.ingest.batch import IngestResult
+    from logberg.pipeline.ingest.stream import follow
+
+    def committed(batch_id: int, result: IngestResult) -> None:
+        print(f"stream batch {batch_id} committed: {result.summary()}", flush=True)
+
+    def refresh(s: SparkSession) -> None:
+        print(analytics(s, AnalyticsConfig()).summary(), flush=True)
+
+    follow(spark, cfg, committed, refresh)
+    return 0
+
+
+def analytics_config(a: argparse.Namespace) -> AnalyticsConfig:
+    from logberg.pipeline.analytics import AnalyticsConfig
+
+    return AnalyticsConfig(
+        top_n=a.top_n,
+        since=getattr(a, "analytics_since", None),
+        dates=tuple(getattr(a, "dates", None) or ()),
+        exclude_bots=a.exclude_bots,
+        full=getattr(a, "analytics_full", False),
+    )
+
+
+def cmd_analytics(a: argparse.Namespace) -> int:
+    from logberg.pipeline.analytics import analytics
+
+    print(analytics(session("logberg-analytics"), analytics_config(a)).summary(), flush=True)
+    return 0
+
+
+def cmd_run(a: argparse.Namespace) -> int:
+    from logberg.pipeline.run import run
+
+    ingested, analysed = run(session("logberg-run"), ingest_config(a), analytics_config(a))
+    print(ingested.summary(), flush=True)
+    print(analysed.summary(), flush=True)
+    return 0
+
+
+def cmd_maintain(a: argparse.Namespace) -> int:
+    from logberg.pipeline.maintenance import MaintainConfig, maintain, table_name
+
+    cfg = MaintainConfig(
+        tables=tuple(table_name(t, "--table") for t in a.table),
+        strategy=a.strategy,
+        target_file_size_mb=a.target_file_size_mb,
+        min_input_files=a.min_input_files,
+        max_files_per_run=a.max_files_per_run,
+        max_file_group_mb=a.max_file_group_mb,
+        retention_days=a.retention_days,
+        retain_last=a.retain_last,
+        orphan_margin_days=a.orphan_margin_days,
+        max_retries=a.max_retries,
+    )
+    reports = maintain(session("logberg-maintain"), cfg)
+    for r in reports:
+        print(r.line(), flush=True)
+    return 0 if all(r.status == "ok" for r in reports) else 1
+
+
+def cmd_rollback(a: argparse.Namespace) -> int:
+    from logberg.pipeline.maintenance import table_name
+    from logberg.pipeline.rollback import RollbackConfig, parse_timestamp, rollback
+
+    cfg = RollbackConfig(
+        table=table_name(a.table, "TABLE"),
+        snapshot_id=a.to,
+        timestamp=parse_timestamp(a.to_timestamp) if a.to_timestamp else None,
+    )
+    print(rollback(session("logberg-rollback"), cfg).summary())
+    return 0
+
+
+# ---- setup (build tooling; never reached by a job) ----------------------------------------
+
+
+def cmd_setup(a: argparse.Namespace) -> int:
+    from logberg.platform.settings import LocalSettings
+
+    s = LocalSettings.from_env()
+    if a.what == "jars":
+        from logberg.platform.build import jars
+
+        print(f"JVM artifacts ready under {jars.resolve(s)}")
+    elif a.what == "cds":
+        from logberg.platform.build import cds
+
+        print(f"class archive ready: {cds.build(s)}")
+    else:
+        from logberg.platform.build import tools
+
+        names = a.names or ["versitygw", "helm"]
+        for line in tools.ensure(s.tools, names):
+            print(line)
+    return 0
+
+
+# ---- the tree -----------------------------------------------------------------------------
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="logberg",
-        description="nginx access logs into an Apache Iceberg lakehouse",
+        prog="logberg", description="nginx access logs into an Apache Iceberg lakehouse"
     )
-    sub = p.add_subparsers(dest="command", required=True)
+    p.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        default=os.environ.get("LOGBERG_LOG_FORMAT", "text"),
+        help="stderr log lines for people (text) or collectors (json); env LOGBERG_LOG_FORMAT",
+    )
+    p.add_argument(
+        "--log-level",
+        default=os.environ.get("LOGBERG_LOG_LEVEL_PY", "INFO"),
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="logberg's own log level (Spark's: LOGBERG_LOG_LEVEL)",
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    lp = sub.add_parser("local", help="start/stop/inspect the local metastore and S3 server")
+    def command(
+        name: str, handler: Handler | None, help_text: str, add_help: bool = True
+    ) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help_text, description=help_text, add_help=add_help)
+        sp.set_defaults(handler=handler)
+        return sp
+
+    lp = command("local", cmd_local, "start, stop or inspect the local metastore and S3 server")
     lp.add_argument("action", choices=["up", "down", "status"])
     lp.add_argument("--s3", action="store_true", help="also start the local S3-compatible server")
 
-    sub.add_parser(
+    command(
         "sql",
-        help="the spark-sql shell through the metastore (-e/-f pass through)",
+        None,
+        "the spark-sql shell through the metastore (-e/-f pass through)",
         add_help=False,
     )
 
-    qp = sub.add_parser("query", help="run one SQL statement and print the rows")
+    qp = command("query", cmd_query, "run one SQL statement and print the rows")
     qp.add_argument("sql")
     qp.add_argument("--format", choices=["table", "csv", "jsonl"], default="table")
     qp.add_argument(
         "--as-of",
-        dest="as_of",
-        default=None,
-        help="time travel: a snapshot id or a timestamp (applies to every table in the query)",
+        metavar="SNAPSHOT|TS",
+        help="time travel: a snapshot id or an ISO timestamp (every nginx_logs table)",
     )
+    command("top", cmd_top, "print the newest day's top IPs and devices and the weekly summary")
 
-    sub.add_parser("setup-jars", help="resolve the pinned JVM artifacts into .tools (make setup)")
-    sub.add_parser("setup-cds", help="build the JVM class archive for local sessions (make setup)")
-    for name, (_, help_text) in JOB_COMMANDS.items():
-        sub.add_parser(name, help=help_text, add_help=False)
+    command("generate", None, "generate nginx logs with a ground-truth manifest", add_help=False)
+
+    ip = command("ingest", cmd_ingest, "ingest raw logs into nginx_logs.access_logs")
+    add_ingest_args(ip)
+    add_follow_args(ip)
+
+    ap = command("analytics", cmd_analytics, "build the daily/weekly top tables")
+    g = ap.add_mutually_exclusive_group()
+    g.add_argument(
+        "--since",
+        dest="analytics_since",
+        type=dt.date.fromisoformat,
+        metavar="DATE",
+        help="recompute every day from DATE on (and their weeks)",
+    )
+    g.add_argument(
+        "--dates",
+        type=dt.date.fromisoformat,
+        nargs="+",
+        metavar="DATE",
+        help="recompute exactly these days (and their weeks)",
+    )
+    g.add_argument("--full", dest="analytics_full", action="store_true", help="recompute every day")
+    add_analytics_options(ap)
+
+    rp = command("run", cmd_run, "ingest, then analytics for the days it touched")
+    add_ingest_args(rp)
+    add_analytics_options(rp)
+
+    mp = command("maintain", cmd_maintain, "compact, expire snapshots, remove orphan files")
+    mp.add_argument(
+        "--table",
+        action="append",
+        default=[],
+        help="only this table (repeatable; default: every Iceberg table in nginx_logs)",
+    )
+    mp.add_argument("--strategy", choices=["binpack", "sort"], default="binpack")
+    mp.add_argument("--target-file-size-mb", type=int, default=128)
+    mp.add_argument(
+        "--min-input-files",
+        type=int,
+        default=5,
+        help="compact a partition only when it has at least this many small files",
+    )
+    mp.add_argument(
+        "--max-files-per-run",
+        type=int,
+        default=5000,
+        help="bound on data files rewritten per table per run (fits a schedule)",
+    )
+    mp.add_argument(
+        "--max-file-group-mb",
+        type=int,
+        default=1024,
+        help="input bytes per rewrite group; each group commits on its own",
+    )
+    mp.add_argument("--retention-days", type=float, default=7.0)
+    mp.add_argument("--retain-last", type=int, default=5, help="snapshots always kept")
+    mp.add_argument(
+        "--orphan-margin-days",
+        type=float,
+        default=3.0,
+        help="only remove unreferenced files older than this (at least 3)",
+    )
+    mp.add_argument("--max-retries", type=int, default=3, help="retries after a commit conflict")
+
+    bp = command("rollback", cmd_rollback, "make an earlier snapshot of a table current")
+    bp.add_argument("table", help="e.g. access_logs or nginx_logs.access_logs")
+    to = bp.add_mutually_exclusive_group(required=True)
+    to.add_argument("--to", type=int, metavar="SNAPSHOT_ID", help="rollback_to_snapshot")
+    to.add_argument("--to-timestamp", metavar="TS", help="rollback_to_timestamp (ISO, UTC)")
+
+    sp = command("setup", cmd_setup, "build what local runs need (make setup runs these)")
+    sp.add_argument("what", choices=["jars", "cds", "tools"])
+    sp.add_argument("names", nargs="*", help="tools: versitygw, helm (default both)")
     return p
+
+
+# Commands whose arguments another program parses (spark-sql; the generator's own CLI,
+# also `python -m generator`, with its one-line errors). They come first on the line.
+PASS_THROUGH = ("sql", "generate")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
     try:
-        if argv and argv[0] in JOB_COMMANDS:
-            import importlib
+        if argv and argv[0] in PASS_THROUGH:  # logging settings from the environment
+            defaults = parser.parse_args(["top"])
+            configure_logging(defaults.log_format, defaults.log_level)
+            if argv[0] == "sql":
+                return cmd_sql(argv[1:])
+            from generator.cli import main as generate
 
-            module = importlib.import_module(JOB_COMMANDS[argv[0]][0])
-            return int(module.main(argv[1:] if argv[0] != "rollback" else argv) or 0)
-        if argv and argv[0] == "sql":
-            return _cmd_sql(argparse.Namespace(), argv[1:])
-        args = build_parser().parse_args(argv)
-        handlers = {
-            "local": _cmd_local,
-            "query": _cmd_query,
-            "setup-jars": _cmd_setup_jars,
-            "setup-cds": _cmd_setup_cds,
-        }
-        return handlers[args.command](args)
+            return generate(argv[1:])
+        a = parser.parse_args(argv)
+        configure_logging(a.log_format, a.log_level)
+        handler: Handler = a.handler
+        return handler(a)
     except (ConfigError, ServiceError) as e:
         print(f"logberg: error: {e}", file=sys.stderr)
         return 2
@@ -127,5 +522,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("PYTHONUNBUFFERED", "1")
     sys.exit(main())

@@ -2,7 +2,7 @@
 
 import sys
 
-from logberg.session import build_session
+from logberg.platform.local import session as build_session
 
 
 def main() -> None:

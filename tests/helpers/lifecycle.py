@@ -3,7 +3,8 @@
 import json
 import sys
 
-from logberg.session import build_session, ensure_database
+from logberg.lakehouse.tables import ensure_database
+from logberg.platform.local import session as build_session
 
 
 def main() -> None:

@@ -68,7 +68,8 @@ class Reader:
             return [self.value(etype) for _ in range(size)]
         if ttype == T_MAP:
             ktype, vtype, size = self.byte(), self.byte(), self.i32()
-            return {self.value(ktype): self.value(vtype) for _ in range(size)}  # type: ignore[misc]
+            pairs = [(self.value(ktype), self.value(vtype)) for _ in range(size)]
+            return {repr(k): v for k, v in pairs}  # keys of any thrift type, as text
         raise ValueError(f"unknown thrift type {ttype}")
 
     def struct(self) -> dict[int, object]:
@@ -99,8 +100,9 @@ def call_get_all_databases(host: str, port: int, timeout: float = 30.0) -> list[
         raise RuntimeError(f"metastore application exception: {result.get(1)}")
     if mtype != REPLY:
         raise ValueError(f"unexpected thrift message type {mtype}")
-    if 0 in result:
-        return [str(d) for d in result[0]]  # type: ignore[attr-defined]
+    databases = result.get(0)
+    if isinstance(databases, list):
+        return [str(d) for d in databases]
     raise RuntimeError(f"metastore error: {result}")
 
 

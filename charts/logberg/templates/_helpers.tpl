@@ -46,9 +46,9 @@ app.kubernetes.io/part-of: logberg
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag | toString) }}
 {{- end }}
 
-{{/* Spark conf equivalent to logberg.session.catalog_conf: the Iceberg catalog `logberg`
+{{/* Spark conf equivalent to logberg.lakehouse.session.catalog_conf: the Iceberg catalog `logberg`
      (type=hive) as default catalog, spark_catalog wrapped by SparkSessionCatalog, S3A;
-     plus logberg.session.JIT_OPTIONS (the ingest's generated code is over HotSpot's
+     plus logberg.lakehouse.session.JIT_OPTIONS (the ingest's generated code is over HotSpot's
      8000-bytecode JIT limit; fewer compilations of start-up code). */}}
 {{- define "logberg.sparkConfDict" -}}
 {{- $uri := .Values.metastore.uri }}
@@ -103,7 +103,7 @@ spark.ui.port: {{ .Values.spark.metrics.port | quote }}
 {{- end }}
 {{- end }}
 
-{{/* Environment of every logberg container: what logberg.session.LakehouseConfig reads
+{{/* Environment of every logberg container: what logberg.lakehouse.session.LakehouseConfig reads
      (LOGBERG_PROFILE=cluster and the same metastore/warehouse/S3 settings as the conf). */}}
 {{- define "logberg.env" -}}
 - name: LOGBERG_PROFILE

@@ -23,21 +23,21 @@ import java.util.Locale;
  * quoted value is X-Forwarded-For. Every delimiter is ASCII and UTF-8 never uses ASCII bytes
  * inside a multi-byte character, so scanning bytes gives what scanning characters would.
  *
- * <p>After {@link #scan}, {@link #reason} is null for a good line, else the first of bad_ip,
- * bad_timestamp, bad_status, bad_size that applies, or "unparseable" for a line outside the
- * grammar (then no other field is set). A field is the byte range [start, end) of {@link
+ * <p>After {@link #scan}, {@link #reason} is null for a good line, else the first {@link Reject}
+ * that applies: {@code UNPARSEABLE} for a line outside the grammar (then no other field is
+ * set), else bad_ip, bad_timestamp, bad_status, bad_size in that order. {@link #emit} then
+ * hands the fields to a {@link FieldSink}. A field is the byte range [start, end) of {@link
  * #bytes}; a negative start means null ("-" is null in remote_user, referer, user_agent and
  * forwarded_for, and 0 in response_size).
  */
 final class LineScan {
-  static final String UNPARSEABLE = "unparseable";
   private static final byte[] HTTP = "HTTP/".getBytes(StandardCharsets.US_ASCII);
   private static final String[] MONTHS = {
     "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"
   };
 
   byte[] bytes;
-  String reason;
+  Reject reason;
   int ipStart, ipEnd, userStart, userEnd, reqStart, reqEnd;
   int refStart, refEnd, agentStart, agentEnd, fwdStart, fwdEnd;
   /** Request parts; all start at -1 when the request is not {@code METHOD target [HTTP/x]}. */
@@ -53,7 +53,7 @@ final class LineScan {
   /** Scan {@code b[from, to)}; returns true for a good line. */
   boolean scan(byte[] b, int from, int to) {
     bytes = b;
-    reason = UNPARSEABLE;
+    reason = Reject.UNPARSEABLE;
     ipStart = from;
     int i = from;
     // ip, ident, user: non-blank runs, each followed by one space.
@@ -117,19 +117,55 @@ final class LineScan {
     status = status(b, statusStart, statusEnd);
     size = size(b, sizeStart, sizeEnd);
     if (!ipOk) {
-      reason = "bad_ip";
+      reason = Reject.BAD_IP;
     } else if (!timestampOk) {
-      reason = "bad_timestamp";
+      reason = Reject.BAD_TIMESTAMP;
     } else if (status < 0) {
-      reason = "bad_status";
+      reason = Reject.BAD_STATUS;
     } else if (size < 0) {
-      reason = "bad_size";
+      reason = Reject.BAD_SIZE;
     } else {
       reason = null;
     }
     request(b, reqStart, reqEnd);
     return reason == null;
   }
+
+  /** The fields of the last {@link #scan}, each to {@code sink} by its {@link Field}. */
+  void emit(FieldSink sink) {
+    if (reason == Reject.UNPARSEABLE) {
+      for (Field f : FIELDS) {
+        if (f != Field.REJECT_REASON) sink.setNull(f);
+      }
+      sink.reject(Field.REJECT_REASON, reason);
+      return;
+    }
+    final byte[] b = bytes;
+    sink.text(Field.IP_ADDRESS, b, ipStart, ipEnd);
+    sink.text(Field.REMOTE_USER, b, userStart, userEnd);
+    if (timestampOk) sink.timestamp(Field.TIMESTAMP, micros);
+    else sink.setNull(Field.TIMESTAMP);
+    sink.text(Field.REQUEST, b, reqStart, reqEnd);
+    if (status >= 0) sink.integer(Field.STATUS_CODE, status);
+    else sink.setNull(Field.STATUS_CODE);
+    if (size >= 0) sink.bigint(Field.RESPONSE_SIZE, size);
+    else sink.setNull(Field.RESPONSE_SIZE);
+    sink.text(Field.REFERER, b, refStart, refEnd);
+    sink.text(Field.USER_AGENT, b, agentStart, agentEnd);
+    sink.text(Field.FORWARDED_FOR, b, fwdStart, fwdEnd);
+    sink.text(Field.METHOD, b, methodStart, methodEnd);
+    sink.text(Field.URL, b, urlStart, urlEnd);
+    sink.text(Field.URL_PATH, b, urlStart, pathEnd);
+    sink.text(Field.QUERY_STRING, b, queryStart, urlEnd);
+    sink.text(Field.PROTOCOL, b, protoStart, protoEnd);
+    final byte[] ext = extension();
+    if (ext == null) sink.setNull(Field.FILE_EXTENSION);
+    else sink.text(Field.FILE_EXTENSION, ext, 0, ext.length);
+    if (reason == null) sink.setNull(Field.REJECT_REASON);
+    else sink.reject(Field.REJECT_REASON, reason);
+  }
+
+  private static final Field[] FIELDS = Field.values();
 
   /**
    * {@code METHOD target HTTP/x.y} to method, url, url_path, query_string, protocol and

@@ -70,8 +70,8 @@ public final class LogLines implements TableProvider {
             .add("source_file", "string", false)
             .add("line_number", "bigint", false)
             .add("value", "string", true);
-    for (StructField f : ((StructType) DataType.fromDDL(ParseLine.RETURN_TYPE)).fields()) {
-      s = s.add(f);
+    for (Field f : Field.values()) {
+      s = s.add(f.column, DataType.fromDDL(f.type), true);
     }
     return s;
   }
@@ -207,7 +207,7 @@ public final class LogLines implements TableProvider {
     }
   }
 
-  private static final class Reader implements PartitionReader<InternalRow> {
+  private static final class Reader implements PartitionReader<InternalRow>, FieldSink {
     private final String uri;
     private final byte[] file;
     private final RejectCollector rejects;
@@ -340,42 +340,44 @@ public final class LogLines implements TableProvider {
                   uri,
                   lineNumber,
                   new String(b, from, to - from, StandardCharsets.UTF_8),
-                  s.reason));
+                  s.reason.label));
         }
       }
-      int f = FIELDS;
-      if (s.reason == LineScan.UNPARSEABLE) {
-        for (; f < FIELDS + 15; f++) w.setNullAt(f);
-        w.write(f, UTF8String.fromString(s.reason));
-        return;
-      }
-      text(w, f++, b, s.ipStart, s.ipEnd);
-      text(w, f++, b, s.userStart, s.userEnd);
-      if (s.timestampOk) w.write(f++, s.micros);
-      else w.setNullAt(f++);
-      text(w, f++, b, s.reqStart, s.reqEnd);
-      if (s.status >= 0) w.write(f++, s.status);
-      else w.setNullAt(f++);
-      if (s.size >= 0) w.write(f++, s.size);
-      else w.setNullAt(f++);
-      text(w, f++, b, s.refStart, s.refEnd);
-      text(w, f++, b, s.agentStart, s.agentEnd);
-      text(w, f++, b, s.fwdStart, s.fwdEnd);
-      text(w, f++, b, s.methodStart, s.methodEnd);
-      text(w, f++, b, s.urlStart, s.urlEnd);
-      text(w, f++, b, s.urlStart, s.pathEnd);
-      text(w, f++, b, s.queryStart, s.urlEnd);
-      text(w, f++, b, s.protoStart, s.protoEnd);
-      final byte[] ext = s.extension();
-      if (ext == null) w.setNullAt(f++);
-      else w.write(f++, ext);
-      if (s.reason == null) w.setNullAt(f);
-      else w.write(f, UTF8String.fromString(s.reason));
+      s.emit(this);
     }
 
-    private static void text(UnsafeRowWriter w, int ordinal, byte[] b, int from, int to) {
-      if (from < 0) w.setNullAt(ordinal);
-      else w.write(ordinal, b, from, to - from);
+    // FieldSink: the parsed fields go straight into the row, after source_file, line_number
+    // and value.
+
+    @Override
+    public void text(Field f, byte[] b, int from, int to) {
+      if (from < 0) row.setNullAt(FIELDS + f.ordinal());
+      else row.write(FIELDS + f.ordinal(), b, from, to - from);
+    }
+
+    @Override
+    public void timestamp(Field f, long micros) {
+      row.write(FIELDS + f.ordinal(), micros);
+    }
+
+    @Override
+    public void integer(Field f, int value) {
+      row.write(FIELDS + f.ordinal(), value);
+    }
+
+    @Override
+    public void bigint(Field f, long value) {
+      row.write(FIELDS + f.ordinal(), value);
+    }
+
+    @Override
+    public void reject(Field f, Reject reason) {
+      row.write(FIELDS + f.ordinal(), reason.utf8);
+    }
+
+    @Override
+    public void setNull(Field f) {
+      row.setNullAt(FIELDS + f.ordinal());
     }
 
     @Override

@@ -1,31 +1,46 @@
 """Pure DataFrame -> DataFrame transforms that turn raw nginx lines into access-log rows.
 
 The line itself is parsed on the JVM by logberg's own scanner (`dev.logberg.LineScan`,
-jobs/logberg/java, built by `logberg.jvm`): one left-to-right scan per line that yields the
-typed fields, the request's parts and the reject reason. It replaced a regex, a `split` and
-a date formatter (bench/README.md). It is called two ways: as a Java UDF on a column of
+jobs/logberg/java, compiled by `make setup`): one left-to-right scan per line that yields
+the typed fields, the request's parts and the reject reason. It replaced a regex, a `split`
+and a date formatter (bench/README.md). It is called two ways: as a Java UDF on a column of
 lines (`parse_lines`, here), and as a data source that parses the bytes of log files while
-it reads them (`LINES_SOURCE`; `logberg.ingest.read_parsed`). No Python UDF anywhere.
+it reads them (`LINES_SOURCE`; `logberg.pipeline.ingest.reader`). No Python UDF anywhere.
 """
 
 from __future__ import annotations
 
+from enum import Enum
+from typing import Any
+
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from logberg.devices import classify_device
 from logberg.errors import ConfigError
+from logberg.lakehouse.schema import ACCESS_LOGS
+from logberg.pipeline.devices import classify_device
+from logberg.pipeline.weeks import iso_week
 
 PARSE_UDF = "logberg_parse_line"
 PARSE_CLASS = "dev.logberg.ParseLine"
 LINES_SOURCE = "dev.logberg.LogLines"  # the same parser as a data source (ingest's reader)
-REJECT_REASONS = ("unparseable", "bad_ip", "bad_timestamp", "bad_status", "bad_size")
+
+
+class RejectReason(str, Enum):
+    """Why a line was rejected, in the order the parser checks (dev.logberg.Reject)."""
+
+    UNPARSEABLE = "unparseable"
+    BAD_IP = "bad_ip"
+    BAD_TIMESTAMP = "bad_timestamp"
+    BAD_STATUS = "bad_status"
+    BAD_SIZE = "bad_size"
 
 
 def parser_return_type(spark: SparkSession) -> str:
     """ParseLine's result type (DDL); a clear error when logberg's jar is not on the class
     path (the UDF and the source `LINES_SOURCE` are in the same jar)."""
-    return_type = spark.sparkContext._jvm.dev.logberg.ParseLine.RETURN_TYPE  # type: ignore[union-attr]
+    jvm: Any = spark.sparkContext._jvm  # py4j: untyped
+    return_type = jvm.dev.logberg.ParseLine.RETURN_TYPE
     if not isinstance(return_type, str):  # py4j hands back a package for a missing class
         raise ConfigError(
             f"{PARSE_CLASS} is not on the Spark class path: run `make setup` (local), or use "
@@ -37,30 +52,6 @@ def parser_return_type(spark: SparkSession) -> str:
 def register(spark: SparkSession) -> None:
     """Make the JVM line parser callable as `PARSE_UDF` in this session."""
     spark.udf.registerJavaFunction(PARSE_UDF, PARSE_CLASS, parser_return_type(spark))
-
-
-class RejectSink:
-    """Rejected lines kept while a batch is read (dev.logberg.RejectCollector), bounded.
-
-    `ingest.read_parsed(..., sink=...)` adds every line it rejects, with its source_file and
-    line_number; `lines()` then gives them as a DataFrame with their count, or None when
-    they passed `budget_chars` (the caller reads them from the files again).
-    """
-
-    VIEW = "logberg_batch_rejects"
-
-    def __init__(self, spark: SparkSession, budget_chars: int) -> None:
-        self._spark = spark
-        self._jvm = spark.sparkContext._jvm.dev.logberg.RejectCollector(budget_chars)  # type: ignore[union-attr]
-        self.id = str(self._jvm.register(spark._jsparkSession))
-
-    def lines(self) -> tuple[DataFrame, int] | None:
-        """(source_file, line_number, value, reject_reason of each line kept; their count),
-        or None if over budget."""
-        if self._jvm.overflowed():
-            return None
-        n = int(self._jvm.publish(self._spark._jsparkSession, self.VIEW))
-        return self._spark.table(self.VIEW), n
 
 
 def parse_lines(lines: DataFrame, value: str = "value") -> DataFrame:
@@ -91,9 +82,9 @@ def status_category(code: Column) -> Column:
 
 
 def add_time_columns(df: DataFrame) -> DataFrame:
-    """UTC date/hour and ISO-8601 week columns (week_year = the year of the week's Thursday)."""
+    """UTC date/hour and ISO-8601 week columns (`logberg.pipeline.weeks`)."""
     d = F.to_date(F.col("timestamp"))
-    thursday = F.date_add(d, 3 - F.weekday(d))
+    week = iso_week(d)
     return df.select(
         "*",
         d.alias("date"),
@@ -101,8 +92,8 @@ def add_time_columns(df: DataFrame) -> DataFrame:
         F.year(d).alias("year"),
         F.month(d).alias("month"),
         F.dayofmonth(d).alias("day"),
-        F.year(thursday).alias("week_year"),
-        F.weekofyear(d).alias("week_of_year"),
+        week["week_year"].alias("week_year"),
+        week["week_of_year"].alias("week_of_year"),
     )
 
 
@@ -114,3 +105,33 @@ def enrich(parsed_ok: DataFrame, agents: DataFrame | None = None) -> DataFrame:
     df = add_time_columns(parsed_ok)
     df = df.withColumn("status_category", status_category(F.col("status_code")))
     return classify_device(df, "user_agent", agents)
+
+
+def event_id(source_file: Column, line_number: Column) -> Column:
+    """Deterministic id: 64-bit hash of the file URI, then the line number."""
+    return F.concat(
+        F.lpad(F.hex(F.xxhash64(source_file)), 16, "0"), F.lit("-"), line_number.cast("string")
+    )
+
+
+def to_access_rows(
+    parsed: DataFrame, processed_at: Column, agents: DataFrame | None = None
+) -> DataFrame:
+    """Parsed lines (with source_file and line_number) -> the access_logs rows of the good
+    ones, in the table's column order."""
+    ok = parsed.where(F.col("reject_reason").isNull())
+    rows = enrich(ok, agents).withColumn("processed_timestamp", processed_at)
+    rows = rows.withColumn("event_id", event_id(F.col("source_file"), F.col("line_number")))
+    return rows.select(*ACCESS_LOGS.names)
+
+
+def to_rejects(parsed: DataFrame, run_id: str, rejected_at: Column) -> DataFrame:
+    """Parsed lines -> the rejects table's rows of the rejected ones."""
+    return parsed.where(F.col("reject_reason").isNotNull()).select(
+        "source_file",
+        "line_number",
+        F.col("value").alias("raw_line"),
+        F.col("reject_reason").alias("reason"),
+        F.lit(run_id).alias("run_id"),
+        rejected_at.alias("rejected_at"),
+    )

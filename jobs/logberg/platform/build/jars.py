@@ -1,13 +1,13 @@
 """Resolve the JVM artifacts logberg needs from Maven Central, once, into .tools/.
 
-Run by ``make setup`` (``logberg setup-jars``). Groups:
+Run by ``make setup`` (``logberg setup jars``). Groups:
 
 * ``spark``: the Iceberg Spark runtime (PySpark ships the rest of Spark);
 * ``s3``: hadoop-aws and the AWS SDK v2 bundle it is built against (s3a://);
 * ``hadoop``: hadoop-common and friends, for the standalone metastore;
 * ``jdbc``: the PostgreSQL driver, for the metastore;
 * the Hive standalone metastore distribution itself (Maven Central, classifier ``bin``);
-* logberg's own line parser (``logberg.jvm``), compiled against PySpark's jars.
+* logberg's own line parser (``logberg.platform.build.jvm``), compiled against PySpark's jars.
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ import urllib.request
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from logberg import jvm
-from logberg.errors import ConfigError, ServiceError
-from logberg.settings import LocalSettings, java_home
+from logberg.errors import ServiceError
+from logberg.platform.build import jvm
+from logberg.platform.runtime import hive_home, jar_dir
+from logberg.platform.settings import LocalSettings, java_home
 from logberg.versions import Pins, pins
 
 MAVEN_VERSION = "3.9.9"
@@ -48,43 +49,6 @@ def groups(p: Pins) -> dict[str, list[str]]:
         ],
         "jdbc": [f"org.postgresql:postgresql:{p.postgresql_jdbc}"],
     }
-
-
-def jar_dir(tools: Path, group: str) -> Path:
-    return tools / "jars" / group
-
-
-def hive_home(tools: Path) -> Path:
-    return tools / f"apache-hive-metastore-{pins().hive}-bin"
-
-
-def spark_jars(tools: Path) -> list[Path]:
-    """Jars a local Spark session adds to PySpark's own: Iceberg, s3a, logberg's parser."""
-    found = sorted(jar_dir(tools, "spark").glob("*.jar")) + sorted(
-        jar_dir(tools, "s3").glob("*.jar")
-    )
-    if not found:
-        raise ConfigError(
-            f"no Iceberg/s3a jars under {tools / 'jars'} (LOGBERG_TOOLS); run `make setup`"
-        )
-    return [*found, jvm.local_jar(tools)]
-
-
-def metastore_classpath(tools: Path) -> list[Path]:
-    home = hive_home(tools)
-    if not (home / "lib").is_dir():
-        raise ConfigError(f"no Hive metastore under {home} (LOGBERG_TOOLS); run `make setup`")
-    cp: list[Path] = []
-    # Hadoop first: its Guava (27+) must shadow Hive's bundled Guava 19.
-    # Hive brings log4j2; Hadoop's reload4j binding would hijack SLF4J.
-    for group in ("hadoop", "s3", "jdbc"):
-        cp += sorted(
-            j
-            for j in jar_dir(tools, group).glob("*.jar")
-            if not j.name.startswith(("slf4j-reload4j", "reload4j"))
-        )
-    cp += sorted(j for j in (home / "lib").glob("*.jar") if not j.name.startswith("guava-"))
-    return cp
 
 
 def _pom(artifacts: list[str]) -> str:

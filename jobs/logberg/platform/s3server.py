@@ -11,10 +11,14 @@ import os
 import secrets
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from logberg.errors import ConfigError
-from logberg.procs import Service, port_open, wait_for_port
-from logberg.settings import LocalSettings
+from logberg.platform.procs import Service, port_open, wait_for_port
+from logberg.platform.settings import LocalSettings
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
 
 DEFAULT_BUCKET = "logberg"
 
@@ -104,7 +108,7 @@ def ensure_bucket(s: LocalSettings, bucket: str) -> None:
         client.create_bucket(Bucket=bucket)
 
 
-def boto3_client(s: LocalSettings):  # type: ignore[no-untyped-def]
+def boto3_client(s: LocalSettings) -> S3Client:
     import boto3
 
     c = credentials(s)

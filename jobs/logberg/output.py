@@ -1,4 +1,4 @@
-"""`logberg query`: one SQL statement, rows on stdout, no log noise (for scripts and tests)."""
+"""Rows printed for people and scripts: an ASCII table, CSV or JSON lines."""
 
 from __future__ import annotations
 
@@ -6,29 +6,8 @@ import csv
 import datetime as dt
 import decimal
 import json
-import re
-import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
-
-from logberg.errors import ConfigError
-
-TABLE_REF = re.compile(r"\b(nginx_logs\.[A-Za-z_][A-Za-z0-9_]*)\b(?!\.)")
-
-
-def with_as_of(sql: str, as_of: str) -> str:
-    """Pin every nginx_logs table in the statement to a snapshot id or a timestamp."""
-    if as_of.isdigit():
-        clause = f"VERSION AS OF {int(as_of)}"
-    else:
-        try:
-            dt.datetime.fromisoformat(as_of)
-        except ValueError:
-            raise ConfigError(
-                f"--as-of {as_of!r}: expected a snapshot id or an ISO timestamp"
-            ) from None
-        clause = f"TIMESTAMP AS OF '{as_of}'"
-    return TABLE_REF.sub(lambda m: f"{m.group(1)} {clause}", sql)
 
 
 def _plain(value: Any) -> Any:
@@ -71,14 +50,3 @@ def write_rows(
             )
         out.write(line + "\n")
         out.write(f"({len(cells)} row{'s' if len(cells) != 1 else ''})\n")
-
-
-def run(sql: str, fmt: str = "table", as_of: str | None = None, out: TextIO | None = None) -> int:
-    from logberg.session import build_session
-
-    statement = with_as_of(sql, as_of) if as_of else sql
-    spark = build_session("logberg-query")
-    df = spark.sql(statement)
-    rows = [tuple(r) for r in df.collect()]
-    write_rows(df.columns, rows, fmt, out or sys.stdout)
-    return 0

@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from logberg.lakehouse import sql
+
 BOT_MARKERS = (
     "bot",
     "crawl",
@@ -147,10 +149,6 @@ def _classes(ua: Column) -> Column:
     )
 
 
-def _sql_string(s: str) -> str:
-    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def agent_lookup(spark: SparkSession, agents: Iterable[str]) -> DataFrame:
     """The `classify_device` lookup for agents the driver already holds (e.g. a sample).
 
@@ -162,7 +160,7 @@ def agent_lookup(spark: SparkSession, agents: Iterable[str]) -> DataFrame:
     distinct = sorted(set(agents))
     if not distinct:
         distinct = [""]  # VALUES needs a row; no real agent is empty ('-' is NULL)
-    values = ", ".join(f"({_sql_string(a)})" for a in distinct)
+    values = ", ".join(f"({sql.literal(a)})" for a in distinct)
     table = spark.sql(f"SELECT * FROM VALUES {values} AS t(_agent)")
     return table.select("_agent", _classes(F.lower(F.col("_agent"))).alias("_classes"))
 

@@ -1,17 +1,16 @@
-"""logberg's own JVM code (java/dev/logberg/*.java), compiled once into a small jar.
+"""logberg's own JVM code (jobs/logberg/java/dev/logberg/*.java), compiled into a small jar.
 
 The line parser (`dev.logberg.LineScan`; a Spark Java UDF, `ParseLine`, and a data source
 that parses files as it reads them, `LogLines`) replaces a regex, a split and a date
-formatter per line (bench/README.md). Locally, `make setup` (`logberg setup-jars`)
-builds it into .tools/jars/logberg/, named after the sources and the PySpark version, and a
-local session finds it there (building it first if the sources changed). The Spark image
-builds the same jar in a build stage with a JDK (`python3 -m logberg.jvm DIR`, DIR holding
-links to the image's Spark jars) and copies it into /opt/spark/jars (images/spark/Dockerfile).
+formatter per line (bench/README.md). Locally, `make setup` (`logberg setup jars`) builds
+it into .tools/jars/logberg/, named after the sources and the PySpark version, where local
+sessions find it (`logberg.platform.runtime`). The Spark image builds the same jar in a
+build stage with a JDK (`python3 -m logberg.platform.build.jvm DIR`, DIR holding links to
+the image's Spark jars) and copies it into /opt/spark/jars (images/spark/Dockerfile).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import sys
@@ -21,25 +20,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from logberg.errors import ConfigError, ServiceError
+from logberg.platform.runtime import PARSER_JAR_PREFIX, java_sources, parser_jar
 
-SOURCES = Path(__file__).parent / "java"
-JAR_PREFIX = "logberg-parser"
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # fixed entry times: the same sources give the same jar
-
-
-def sources() -> list[Path]:
-    found = sorted(SOURCES.rglob("*.java"))
-    if not found:
-        raise ConfigError(f"no Java sources under {SOURCES}: the logberg install is incomplete")
-    return found
-
-
-def fingerprint(spark_version: str) -> str:
-    h = hashlib.sha256(spark_version.encode())
-    for src in sources():
-        h.update(src.relative_to(SOURCES).as_posix().encode())
-        h.update(src.read_bytes())
-    return h.hexdigest()[:12]
 
 
 def javac(java_home: Path) -> Path:
@@ -69,7 +52,7 @@ def build(spark_jars: Path, target: Path, java_home: Path) -> Path:
             str(spark_jars / "*"),
             "-d",
             str(classes),
-            *map(str, sources()),
+            *map(str, java_sources()),
         ]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
@@ -89,27 +72,24 @@ def local_jar(tools: Path) -> Path:
     """The parser jar for this PySpark and these sources under `tools`, built if missing."""
     import pyspark
 
-    from logberg.settings import java_home
+    from logberg.platform.settings import java_home
 
-    folder = tools / "jars" / "logberg"
-    target = folder / f"{JAR_PREFIX}-{fingerprint(pyspark.__version__)}.jar"
+    target = parser_jar(tools)
     if target.is_file():
         return target
-    build(Path(pyspark.__file__).parent / "jars", target, java_home())
-    for old in folder.glob(f"{JAR_PREFIX}-*.jar"):
-        if old != target:
-            old.unlink(missing_ok=True)
-    return target
+    # Older jars stay: other checkouts sharing these tools may still be on them (~50 KB each).
+    return build(Path(pyspark.__file__).parent / "jars", target, java_home())
 
 
 def main(argv: Sequence[str]) -> int:
-    """`python -m logberg.jvm SPARK_JARS_DIR`: build the jar into that folder (images)."""
+    """`python -m logberg.platform.build.jvm SPARK_JARS_DIR`: the jar into that folder
+    (the Spark image's build stage)."""
     if len(argv) != 1:
-        print("usage: python -m logberg.jvm SPARK_JARS_DIR", file=sys.stderr)
+        print("usage: python -m logberg.platform.build.jvm SPARK_JARS_DIR", file=sys.stderr)
         return 2
     folder = Path(argv[0])
     home = Path(os.environ.get("JAVA_HOME", "/opt/java/openjdk"))
-    out = build(folder, folder / f"{JAR_PREFIX}.jar", home)
+    out = build(folder, folder / f"{PARSER_JAR_PREFIX}.jar", home)
     print(f"built {out}")
     return 0
 

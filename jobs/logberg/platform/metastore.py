@@ -12,10 +12,11 @@ import subprocess
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from logberg import jars
 from logberg.errors import ConfigError, ServiceError
-from logberg.procs import Service, port_open, wait_for_port
-from logberg.settings import LocalSettings, java_home
+from logberg.lakehouse.hadoop import s3a_properties
+from logberg.platform import runtime
+from logberg.platform.procs import Service, port_open, wait_for_port
+from logberg.platform.settings import LocalSettings, java_home
 from logberg.versions import pins
 
 MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
@@ -80,14 +81,7 @@ def site_properties(s: LocalSettings, warehouse: str, s3_endpoint: str | None) -
         "hive.metastore.event.db.notification.api.auth": "false",
     }
     if s3_endpoint:
-        props.update(
-            {
-                "fs.s3a.endpoint": s3_endpoint,
-                "fs.s3a.path.style.access": "true",
-                "fs.s3a.endpoint.region": os.environ.get("AWS_REGION", "us-east-1"),
-                "fs.s3a.connection.ssl.enabled": str(s3_endpoint.startswith("https")).lower(),
-            }
-        )
+        props.update(s3a_properties(s3_endpoint, True, os.environ.get("AWS_REGION", "us-east-1")))
     return props
 
 
@@ -123,7 +117,7 @@ def write_conf(s: LocalSettings, warehouse: str, s3_endpoint: str | None) -> Pat
 
 
 def _java_cmd(s: LocalSettings, conf: Path, main: str, args: list[str]) -> list[str]:
-    cp = [str(conf), *map(str, jars.metastore_classpath(s.tools))]
+    cp = [str(conf), *map(str, runtime.metastore_classpath(s.tools))]
     return [
         str(java_home() / "bin" / "java"),
         *JVM_OPTS,
@@ -142,7 +136,7 @@ def _env(s: LocalSettings, extra: dict[str, str] | None = None) -> dict[str, str
     env.update(
         {
             "JAVA_HOME": str(java_home()),
-            "METASTORE_HOME": str(jars.hive_home(s.tools)),
+            "METASTORE_HOME": str(runtime.hive_home(s.tools)),
             "HADOOP_USER_NAME": env.get("HADOOP_USER_NAME", env.get("USER", "logberg")),
         }
     )

@@ -19,7 +19,7 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
-from logberg.errors import ServiceError
+from logberg.errors import ConfigError, ServiceError
 from logberg.versions import pins
 
 GO_TOOLCHAIN = "1.25.4"
@@ -95,16 +95,15 @@ def ensure_helm_kubectl(tools: Path) -> tuple[Path, Path]:
     return helm, kubectl
 
 
-def main(argv: list[str]) -> int:
-    tools = (Path(argv[0]) if argv else Path(".tools")).resolve()
-    what = argv[1:] or ["versitygw", "helm"]
-    if "versitygw" in what:
-        print(f"versitygw: {ensure_versitygw(tools)}")
-    if "helm" in what:
-        helm, kubectl = ensure_helm_kubectl(tools)
-        print(f"helm: {helm}\nkubectl: {kubectl}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+def ensure(tools: Path, names: list[str]) -> list[str]:
+    """Build or fetch the named tools (versitygw, helm); returns lines to print."""
+    lines = []
+    for name in names:
+        if name == "versitygw":
+            lines.append(f"versitygw: {ensure_versitygw(tools)}")
+        elif name == "helm":
+            helm, kubectl = ensure_helm_kubectl(tools)
+            lines += [f"helm: {helm}", f"kubectl: {kubectl}"]
+        else:
+            raise ConfigError(f"setup tools {name!r}: expected versitygw or helm")
+    return lines

@@ -1,0 +1,187 @@
+"""The one SparkSession factory, for every job, `logberg sql`/`query` and the tests.
+
+It wires an Iceberg SparkCatalog named ``logberg`` over the Hive Metastore (``type=hive``)
+and makes it the default catalog, so jobs and users write ``nginx_logs.<table>``. Spark's
+own session catalog is wrapped by Iceberg's SparkSessionCatalog against the same
+metastore, so plain ``spark-sql`` (``USE nginx_logs; SHOW TABLES;``) sees the same tables.
+
+Two inputs, both plain data: a `LakehouseConfig` (where the metastore, the warehouse and S3
+are) and a `SparkRuntime` (how to start Spark in this process: master, class path, JVM
+options). In a cluster the runtime is empty, as the SparkApplication sets it; on a laptop
+the local platform resolves it from what `make setup` built. Nothing here builds anything.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+from urllib.parse import urlparse
+
+from logberg.errors import ConfigError
+from logberg.lakehouse import hadoop
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+CATALOG = "logberg"
+ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+# HotSpot does not JIT-compile a method over 8000 bytecodes, and the whole-stage code of
+# the ingest (enrichment, agent classes) is larger than that: without the first flag it
+# stays interpreted (bench/README.md: 1.7x on parse + enrich). The second makes a method
+# wait for 5x the usual calls before it is compiled: the per-row code is still compiled
+# within the first rows, but about half of the ~20,000 compilations of a job's start-up
+# code (planning, the catalog, the writer's set-up) never happen; on 2 cores that
+# compiler time was taken from the tasks (bench/README.md, item 18).
+JIT_OPTIONS = "-XX:+UseG1GC -XX:-DontCompileHugeMethods -XX:CompileThresholdScaling=5"
+WAREHOUSE_SCHEMES = ("file", "s3a", "s3", "hdfs")
+
+
+@dataclass(frozen=True)
+class LakehouseConfig:
+    """Where the catalog, the warehouse and S3 are."""
+
+    metastore_uri: str
+    warehouse: str
+    s3_endpoint: str | None = None  # None: AWS S3 itself
+    s3_path_style: bool = True
+    s3_region: str | None = None
+
+    @classmethod
+    def from_env(cls, defaults: LakehouseConfig | None = None) -> LakehouseConfig:
+        """LOGBERG_METASTORE_URI, LOGBERG_WAREHOUSE, LOGBERG_S3_ENDPOINT,
+        LOGBERG_S3_PATH_STYLE and AWS_REGION, over `defaults` (the local platform's)."""
+        uri = os.environ.get("LOGBERG_METASTORE_URI") or (defaults and defaults.metastore_uri)
+        warehouse = os.environ.get("LOGBERG_WAREHOUSE") or (defaults and defaults.warehouse)
+        for name, value in (("LOGBERG_METASTORE_URI", uri), ("LOGBERG_WAREHOUSE", warehouse)):
+            if not value:
+                raise ConfigError(f"{name} is not set (required outside the local platform)")
+        endpoint = os.environ.get("LOGBERG_S3_ENDPOINT") or (defaults and defaults.s3_endpoint)
+        region = os.environ.get("AWS_REGION") or (
+            "us-east-1" if endpoint else (defaults and defaults.s3_region)
+        )
+        return cls(
+            metastore_uri=str(uri),
+            warehouse=str(warehouse),
+            s3_endpoint=endpoint or None,
+            s3_path_style=os.environ.get("LOGBERG_S3_PATH_STYLE", "true").lower() != "false",
+            s3_region=region or None,
+        )
+
+    def validate(self, hint: str = "") -> None:
+        """Fail fast, naming the setting, before a JVM is started. `hint`: how to start
+        the metastore, when that is ours to say."""
+        parsed = urlparse(self.metastore_uri)
+        if parsed.scheme != "thrift" or not parsed.hostname or not parsed.port:
+            raise ConfigError(
+                f"LOGBERG_METASTORE_URI={self.metastore_uri!r}: expected thrift://host:port"
+            )
+        if not tcp_answers(parsed.hostname, parsed.port):
+            raise ConfigError(
+                f"LOGBERG_METASTORE_URI: the metastore at {self.metastore_uri} "
+                f"does not answer{hint}"
+            )
+        if urlparse(self.warehouse).scheme not in WAREHOUSE_SCHEMES:
+            raise ConfigError(
+                f"LOGBERG_WAREHOUSE={self.warehouse!r}: expected a file://, s3a:// or s3:// URI"
+            )
+        if is_s3(self.warehouse):
+            check_bucket(self.warehouse, "LOGBERG_WAREHOUSE", self.s3_endpoint)
+
+    def s3a(self) -> dict[str, str]:
+        return hadoop.s3a_properties(self.s3_endpoint, self.s3_path_style, self.s3_region)
+
+
+@dataclass(frozen=True)
+class SparkRuntime:
+    """How Spark starts in this process. Empty in a cluster (spark-submit has set it)."""
+
+    master: str | None = None
+    conf: Mapping[str, str] = field(default_factory=dict)  # class path, memory, JVM options
+    env: Mapping[str, str] = field(default_factory=dict)  # for the JVM: JAVA_HOME, S3 keys
+    hint: str = ""  # appended to "the metastore does not answer"
+    workdir: str | None = None  # where spark-sql may drop derby.log and metastore_db
+
+
+def is_s3(uri: str) -> bool:
+    return urlparse(uri).scheme in ("s3", "s3a")
+
+
+def tcp_answers(host: str, port: int, timeout: float = 3.0) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def check_bucket(uri: str, setting: str, endpoint: str | None) -> None:
+    """Fail fast if the bucket of an s3/s3a URI is missing or unreachable."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    bucket = urlparse(uri).netloc
+    client = boto3.client("s3", endpoint_url=endpoint) if endpoint else boto3.client("s3")
+    try:
+        client.head_bucket(Bucket=bucket)
+    except ClientError as e:
+        code = e.response.get("Error", {}).get("Code", "")
+        if code in ("404", "NoSuchBucket", "NotFound"):
+            raise ConfigError(f"{setting}={uri}: bucket {bucket!r} does not exist") from None
+        raise ConfigError(f"{setting}={uri}: cannot access bucket {bucket!r} ({code})") from None
+    except BotoCoreError as e:
+        raise ConfigError(f"{setting}={uri}: S3 endpoint unreachable ({e})") from None
+
+
+def catalog_conf(cfg: LakehouseConfig) -> dict[str, str]:
+    """Spark conf for the Iceberg catalogs, the warehouse and S3. Pure: easy to test."""
+    conf = {
+        "spark.sql.extensions": ICEBERG_EXTENSIONS,
+        f"spark.sql.catalog.{CATALOG}": "org.apache.iceberg.spark.SparkCatalog",
+        f"spark.sql.catalog.{CATALOG}.type": "hive",
+        f"spark.sql.catalog.{CATALOG}.uri": cfg.metastore_uri,
+        f"spark.sql.catalog.{CATALOG}.warehouse": cfg.warehouse,
+        # Other processes commit to the same tables: always read the latest metadata.
+        f"spark.sql.catalog.{CATALOG}.cache-enabled": "false",
+        "spark.sql.defaultCatalog": CATALOG,
+        # Plain spark-sql and Spark's Hive client reach the same metastore.
+        "spark.sql.catalog.spark_catalog": "org.apache.iceberg.spark.SparkSessionCatalog",
+        "spark.sql.catalog.spark_catalog.type": "hive",
+        "spark.sql.catalog.spark_catalog.uri": cfg.metastore_uri,
+        "spark.sql.catalog.spark_catalog.warehouse": cfg.warehouse,
+        "spark.sql.catalogImplementation": "hive",
+        "spark.hadoop.hive.metastore.uris": cfg.metastore_uri,
+        "spark.sql.warehouse.dir": cfg.warehouse,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.sources.partitionOverwriteMode": "dynamic",
+    }
+    conf.update(hadoop.spark_properties(cfg.s3a()))
+    return conf
+
+
+def session_conf(cfg: LakehouseConfig, runtime: SparkRuntime) -> dict[str, str]:
+    return {**catalog_conf(cfg), **runtime.conf}
+
+
+def build_session(
+    app_name: str,
+    cfg: LakehouseConfig,
+    runtime: SparkRuntime | None = None,
+    extra: Mapping[str, str] | None = None,
+    validate: bool = True,
+) -> SparkSession:
+    """Create (or return) this process's SparkSession for logberg."""
+    runtime = runtime or SparkRuntime()
+    os.environ.update(runtime.env)  # before the JVM starts: it inherits them
+    if validate:
+        cfg.validate(runtime.hint)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    if runtime.master:
+        builder = builder.master(runtime.master)
+    for key, value in {**session_conf(cfg, runtime), **(extra or {})}.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()

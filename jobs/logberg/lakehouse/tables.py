@@ -1,0 +1,55 @@
+"""Creating logberg's tables (from `schema`) and keeping old tables' properties current."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pyspark.sql import SparkSession
+
+from logberg.lakehouse.schema import DATABASE, Table, properties_sql
+from logberg.lakehouse.session import CATALOG
+
+
+def qualified(spark: SparkSession, table: Table | str) -> str:
+    """`catalog.nginx_logs.t` in the session's current catalog (for DataFrameWriterV2)."""
+    return f"{spark.catalog.currentCatalog()}.{table}"
+
+
+def ensure_database(spark: SparkSession) -> None:
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.{DATABASE}")
+
+
+def existing(spark: SparkSession) -> set[str]:
+    """Names of the tables in the namespace (one SHOW TABLES: jobs run this at start)."""
+    rows = spark.sql(f"SHOW TABLES IN {CATALOG}.{DATABASE}").collect()
+    return {r.tableName for r in rows if not r.isTemporary}
+
+
+def upgrade(spark: SparkSession, table: Table) -> None:
+    """Bring a table made by an older logberg to today's write properties (once)."""
+    have = {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
+    want = table.all_properties()
+    missing = {k: v for k, v in want.items() if have.get(k) != v}
+    if missing:
+        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ({properties_sql(missing)})")
+    if have.get("sort-order", "[]") not in ("", "[]"):
+        spark.sql(f"ALTER TABLE {qualified(spark, table)} WRITE UNORDERED")
+
+
+def ensure(
+    spark: SparkSession, tables: Iterable[Table], upgrading: Iterable[Table] = ()
+) -> set[str]:
+    """Create the tables that are missing (returns their names); bring those in `upgrading`
+    that exist to today's properties."""
+    ensure_database(spark)
+    have = existing(spark)
+    check = {t.name for t in upgrading}
+    created = set()
+    for table in tables:
+        if table.name in have:
+            if table.name in check:
+                upgrade(spark, table)
+            continue
+        spark.sql(table.create_sql())
+        created.add(table.name)
+    return created

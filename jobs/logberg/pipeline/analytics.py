@@ -1,0 +1,233 @@
+"""`logberg analytics`: daily/weekly top IPs and devices, and weekly_analytics.
+
+Incremental and exact: only the UTC days named by ingest runs this job has not yet covered
+(nginx_logs.ingest_runs, anti-joined with nginx_logs.analytics_runs), and the ISO weeks
+containing them, are recomputed from access_logs; their partitions are replaced atomically
+(dynamic partition overwrite). Ranks are 1..N by count desc, then key asc.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from logberg.errors import ConfigError
+from logberg.lakehouse import sql, tables
+from logberg.lakehouse.schema import (
+    ACCESS_LOGS,
+    ANALYTICS_RUNS,
+    DAILY_TOP_DEVICES,
+    DAILY_TOP_IPS,
+    DAILY_TOP_IPS_HUMANS,
+    INGEST_RUNS,
+    INGEST_TABLES,
+    WEEK_KEYS,
+    WEEKLY_ANALYTICS,
+    WEEKLY_TOP_DEVICES,
+    WEEKLY_TOP_IPS,
+    WEEKLY_TOP_IPS_HUMANS,
+    Table,
+)
+from logberg.lakehouse.tables import qualified
+from logberg.pipeline.weeks import iso_week, week_days, week_start
+
+
+@dataclass(frozen=True)
+class AnalyticsConfig:
+    top_n: int = 10
+    since: dt.date | None = None
+    dates: tuple[dt.date, ...] = ()
+    exclude_bots: bool = False
+    full: bool = False
+
+    def __post_init__(self) -> None:
+        if self.top_n < 1:
+            raise ConfigError(f"--top-n {self.top_n}: must be at least 1")
+
+
+@dataclass(frozen=True)
+class AnalyticsResult:
+    days: list[dt.date]
+    weeks: list[dt.date]  # their Mondays
+    ingest_runs: int
+    top_n: int
+    duration_s: float
+
+    def summary(self) -> str:
+        return (
+            f"analytics: days={len(self.days)} weeks={len(self.weeks)} "
+            f"ingest_runs={self.ingest_runs} top_n={self.top_n} duration={self.duration_s:.1f}s"
+        )
+
+
+# ---- pure transforms -------------------------------------------------------------------
+
+
+def top_n(df: DataFrame, group: Sequence[str], count: str, key: str, n: int) -> DataFrame:
+    """Rank rows within each group by `count` desc, then `key` asc; keep ranks 1..n."""
+    w = Window.partitionBy(*group).orderBy(F.col(count).desc(), F.col(key).asc())
+    return df.withColumn("rank", F.row_number().over(w)).where(F.col("rank") <= n)
+
+
+def ip_stats(logs: DataFrame, group: Sequence[str]) -> DataFrame:
+    return logs.groupBy(*group, "ip_address").agg(
+        F.count("*").alias("request_count"),
+        F.sum("response_size").alias("bytes_sent"),
+        F.countDistinct("url_path").alias("unique_paths"),
+        (F.count(F.when(F.col("status_code") >= 400, 1)) / F.count("*")).alias("error_rate"),
+        # An address counts as a bot when most of its requests carry a bot agent.
+        (F.avg(F.col("is_bot").cast("double")) >= 0.5).alias("is_bot"),
+    )
+
+
+def device_stats(logs: DataFrame, group: Sequence[str]) -> DataFrame:
+    per = logs.groupBy(*group, "device_type").agg(
+        F.count("*").alias("request_count"),
+        F.countDistinct("ip_address").alias("unique_ips"),
+    )
+    total = F.sum("request_count").over(Window.partitionBy(*group))
+    return per.withColumn("share", F.col("request_count") / total)
+
+
+def output(df: DataFrame, table: Table) -> DataFrame:
+    """The table's columns, in its order (processed_timestamp is added by the write)."""
+    return df.select(*[c for c in table.names if c != "processed_timestamp"])
+
+
+def daily_top_ips(logs: DataFrame, n: int) -> DataFrame:
+    stats = ip_stats(logs, ["date"])
+    return output(top_n(stats, ["date"], "request_count", "ip_address", n), DAILY_TOP_IPS)
+
+
+def with_week(logs: DataFrame) -> DataFrame:
+    base = logs.drop(*[c for c in WEEK_KEYS if c in logs.columns])
+    week = iso_week(F.col("date"))
+    return base.select("*", *[week[k].alias(k) for k in WEEK_KEYS])
+
+
+def weekly_top_ips(logs: DataFrame, n: int) -> DataFrame:
+    stats = ip_stats(with_week(logs), WEEK_KEYS)
+    return output(top_n(stats, WEEK_KEYS, "request_count", "ip_address", n), WEEKLY_TOP_IPS)
+
+
+def daily_top_devices(logs: DataFrame, n: int) -> DataFrame:
+    stats = device_stats(logs, ["date"])
+    ranked = top_n(stats, ["date"], "request_count", "device_type", n)
+    return output(ranked, DAILY_TOP_DEVICES)
+
+
+def weekly_top_devices(logs: DataFrame, n: int) -> DataFrame:
+    stats = device_stats(with_week(logs), WEEK_KEYS)
+    ranked = top_n(stats, WEEK_KEYS, "request_count", "device_type", n)
+    return output(ranked, WEEKLY_TOP_DEVICES)
+
+
+def weekly_summary(logs: DataFrame) -> DataFrame:
+    """One row per ISO week; `year` is the ISO week-year (equal to week_year)."""
+    wk = with_week(logs)
+    cat = F.col("status_category")
+    totals = wk.groupBy(*WEEK_KEYS).agg(
+        F.count("*").alias("total_requests"),
+        F.countDistinct("ip_address").alias("unique_ips"),
+        F.sum("response_size").alias("total_bytes"),
+        F.count(F.when(cat == "Informational", 1)).alias("informational_count"),
+        F.count(F.when(cat == "Success", 1)).alias("success_count"),
+        F.count(F.when(cat == "Redirect", 1)).alias("redirect_count"),
+        F.count(F.when(cat == "Client Error", 1)).alias("client_error_count"),
+        F.count(F.when(cat == "Server Error", 1)).alias("server_error_count"),
+        F.avg(F.col("is_bot").cast("double")).alias("bot_share"),
+    )
+    busiest_day = top_n(
+        wk.groupBy(*WEEK_KEYS, "date").agg(F.count("*").alias("n")), WEEK_KEYS, "n", "date", 1
+    ).select(
+        *WEEK_KEYS, F.col("date").alias("busiest_day"), F.col("n").alias("busiest_day_requests")
+    )
+    busiest_hour = top_n(
+        wk.groupBy(*WEEK_KEYS, "hour").agg(F.count("*").alias("n")), WEEK_KEYS, "n", "hour", 1
+    ).select(
+        *WEEK_KEYS, F.col("hour").alias("busiest_hour"), F.col("n").alias("busiest_hour_requests")
+    )
+    out = totals.join(busiest_day, WEEK_KEYS).join(busiest_hour, WEEK_KEYS)
+    errors = F.col("client_error_count") + F.col("server_error_count")
+    out = out.select(
+        "*",
+        F.col("week_year").alias("year"),
+        (errors / F.col("total_requests")).alias("error_rate"),
+    )
+    return output(out, WEEKLY_ANALYTICS)
+
+
+# ---- IO ----------------------------------------------------------------------------------
+
+GOLD = (DAILY_TOP_IPS, WEEKLY_TOP_IPS, DAILY_TOP_DEVICES, WEEKLY_TOP_DEVICES, WEEKLY_ANALYTICS)
+
+
+def pending_ingest_days(spark: SparkSession) -> tuple[list[str], set[dt.date]]:
+    """Ingest runs not yet covered by an analytics run, and the days they touched."""
+    rows = spark.sql(
+        f"""SELECT i.run_id, i.dates FROM {INGEST_RUNS} i
+        LEFT ANTI JOIN (SELECT explode(ingest_run_ids) AS run_id FROM {ANALYTICS_RUNS}) a
+        ON i.run_id = a.run_id"""
+    ).collect()
+    days: set[dt.date] = set()
+    for r in rows:
+        days.update(r.dates or [])
+    return [r.run_id for r in rows], days
+
+
+def _write(spark: SparkSession, df: DataFrame, table: Table) -> None:
+    df.withColumn("processed_timestamp", F.current_timestamp()).select(*table.names).writeTo(
+        qualified(spark, table)
+    ).overwritePartitions()
+
+
+def analytics(spark: SparkSession, cfg: AnalyticsConfig) -> AnalyticsResult:
+    """Recompute the days ingest touched since the last run (and `cfg`'s), and their weeks."""
+    t0 = time.monotonic()
+    started = dt.datetime.now(dt.timezone.utc)
+    humans = (DAILY_TOP_IPS_HUMANS, WEEKLY_TOP_IPS_HUMANS) if cfg.exclude_bots else ()
+    tables.ensure(spark, (*INGEST_TABLES, *GOLD, *humans, ANALYTICS_RUNS))
+    run_ids, days = pending_ingest_days(spark)
+    if cfg.full or cfg.since:
+        where = f"WHERE date >= {sql.date_literal(cfg.since)}" if cfg.since else ""
+        days |= {
+            r.date for r in spark.sql(f"SELECT DISTINCT date FROM {ACCESS_LOGS} {where}").collect()
+        }
+    days |= set(cfg.dates)
+    days = {d for d in days if d is not None}
+    weeks = {week_start(d) for d in days}
+    if days:
+        logs = spark.table(qualified(spark, ACCESS_LOGS))
+        day_logs = logs.where(sql.dates_in("date", days))
+        week_logs = logs.where(sql.dates_in("date", week_days(weeks)))
+        _write(spark, daily_top_ips(day_logs, cfg.top_n), DAILY_TOP_IPS)
+        _write(spark, daily_top_devices(day_logs, cfg.top_n), DAILY_TOP_DEVICES)
+        _write(spark, weekly_top_ips(week_logs, cfg.top_n), WEEKLY_TOP_IPS)
+        _write(spark, weekly_top_devices(week_logs, cfg.top_n), WEEKLY_TOP_DEVICES)
+        _write(spark, weekly_summary(week_logs), WEEKLY_ANALYTICS)
+        if cfg.exclude_bots:
+            humans_day = day_logs.where(~F.col("is_bot"))
+            humans_week = week_logs.where(~F.col("is_bot"))
+            _write(spark, daily_top_ips(humans_day, cfg.top_n), DAILY_TOP_IPS_HUMANS)
+            _write(spark, weekly_top_ips(humans_week, cfg.top_n), WEEKLY_TOP_IPS_HUMANS)
+    duration = time.monotonic() - t0
+    if days or run_ids:
+        row = (
+            uuid.uuid4().hex[:16],
+            started,
+            dt.datetime.now(dt.timezone.utc),
+            run_ids,
+            sorted(days),
+            sorted(weeks),
+            duration,
+        )
+        spark.createDataFrame([row], ANALYTICS_RUNS.struct()).writeTo(
+            qualified(spark, ANALYTICS_RUNS)
+        ).append()
+    return AnalyticsResult(sorted(days), sorted(weeks), len(run_ids), cfg.top_n, duration)

@@ -1,0 +1,219 @@
+"""The batch engine of `logberg ingest`: raw nginx logs -> nginx_logs.access_logs, with
+rejects, a file ledger, exact re-runs and incremental pick-up. `--follow` (stream.py) hands
+its micro-batches to the same engine.
+
+Every line read lands once, in access_logs or in the rejects table: after each commit the
+job checks that the table holds exactly the accepted rows of the batch's files and that
+the rejects commit added exactly the rejected lines (`IngestConfig.verify`).
+
+Speed (bench/README.md): one parse per line, no cache, no shuffle of the rows; agents are
+classified once per distinct agent; rejected lines are kept (bounded) while the batch is
+written, so they need no second read.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from pyspark.sql import Observation, SparkSession
+from pyspark.sql import functions as F
+
+from logberg.lakehouse import tables
+from logberg.lakehouse.schema import ACCESS_LOGS, INGEST_TABLES, LEDGER, REJECTS
+from logberg.pipeline.devices import agent_lookup
+from logberg.pipeline.ingest import commit
+from logberg.pipeline.ingest.config import IngestConfig
+from logberg.pipeline.ingest.plan import InputFile, batches, ledger_state, list_inputs, plan
+from logberg.pipeline.ingest.reader import RejectSink, file_index, read_parsed, sample_agents
+from logberg.pipeline.parse import to_access_rows
+
+log = logging.getLogger(__name__)
+
+
+class VerificationError(RuntimeError):
+    """The tables do not hold exactly the lines that were read."""
+
+
+@dataclass
+class BatchResult:
+    files: int = 0
+    lines: int = 0
+    accepted: int = 0
+    rejected: int = 0
+    bytes: int = 0
+    dates: set[dt.date] = field(default_factory=set)
+    snapshot_id: int | None = None
+    seconds: dict[str, float] = field(default_factory=dict)  # per step, for bench/README.md
+
+    def add(self, other: BatchResult) -> None:
+        """Fold one batch's result into a run's total."""
+        self.files += other.files
+        self.lines += other.lines
+        self.accepted += other.accepted
+        self.rejected += other.rejected
+        self.bytes += other.bytes
+        self.dates |= other.dates
+        self.snapshot_id = other.snapshot_id or self.snapshot_id
+        for step, sec in other.seconds.items():
+            self.seconds[step] = round(self.seconds.get(step, 0.0) + sec, 2)
+
+    def timed(self, step: str, t0: float) -> float:
+        now = time.monotonic()
+        self.seconds[step] = round(self.seconds.get(step, 0.0) + now - t0, 2)
+        return now
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """What one ingest run (or one stream micro-batch) did."""
+
+    run_id: str
+    seen: int  # files listed
+    changed: int  # of those read, how many had changed since their last ingest
+    total: BatchResult
+    duration_s: float
+
+    def summary(self) -> str:
+        t = self.total
+        steps = ",".join(f"{k}:{v}" for k, v in t.seconds.items())
+        return (
+            f"ingest {self.run_id}: files={t.files} (of {self.seen} seen, {self.changed} "
+            f"changed) lines_read={t.lines} accepted={t.accepted} rejected={t.rejected} "
+            f"bytes={t.bytes} days={len(t.dates)} snapshot={t.snapshot_id} "
+            f"duration={self.duration_s:.1f}s steps={steps}"
+        )
+
+
+def ingest_batch(
+    spark: SparkSession, batch: Sequence[InputFile], run_id: str, verify: bool = True
+) -> BatchResult:
+    """Read, parse and commit one batch of files:
+
+    1. the agent lookup table, from the agents at the head of some files (driver-side);
+    2. one read of the files, parsed as it is read, writing access_logs; rejected lines are
+       located (file, line) and kept in memory, bounded;
+    3. the kept lines (or, over that bound, the files that have rejects, read again) into
+       the rejects table; then the check, then the ledger.
+    """
+    uris = [f.uri for f in batch]
+    res = BatchResult(files=len(batch), bytes=sum(f.size for f in batch))
+
+    tag = f"{run_id}-{uuid.uuid4().hex[:8]}"
+    t = time.monotonic()
+    lookup = agent_lookup(spark, sample_agents(spark, batch))
+    t = res.timed("agents", t)
+
+    seen = Observation("logberg_ingest")
+    sink = RejectSink(spark)
+    parsed = read_parsed(spark, uris, sink).observe(
+        seen,
+        F.count(F.lit(1)).alias("lines"),
+        F.count("reject_reason").alias("rejected"),
+        F.collect_list(F.when(F.col("reject_reason").isNotNull(), file_index(uris))).alias(
+            "rejects"
+        ),
+    )
+    now = F.current_timestamp()
+    access = to_access_rows(parsed, now, lookup)
+    res.snapshot_id, _ = commit.replace_rows(spark, ACCESS_LOGS, access, uris, tag)
+    t = res.timed("parse_write", t)
+    m = seen.get
+    res.lines, res.rejected = int(m["lines"]), int(m["rejected"])
+    res.accepted = res.lines - res.rejected
+    rejected_by_file = {uris[i - 1]: n for i, n in Counter(m["rejects"]).items()}
+    added_rej = commit.write_rejects(spark, uris, rejected_by_file, run_id, now, tag, sink)
+    t = res.timed("rejects", t)
+
+    # What the table now holds for these files, per file and day: the ledger's counts, the
+    # batch's days, and the check that every line read landed once (table or rejects).
+    accepted_by_file: dict[str, int] = {}
+    for uri, date, n in commit.file_rows(spark, ACCESS_LOGS, uris):
+        accepted_by_file[uri] = accepted_by_file.get(uri, 0) + n
+        if date is not None:
+            res.dates.add(date)
+    held = sum(accepted_by_file.values())
+    if verify and (held != res.accepted or added_rej != res.rejected):
+        raise VerificationError(
+            f"verification failed: read {res.lines} lines; {ACCESS_LOGS} holds {held} rows "
+            f"and the commit added {added_rej} rejects for these files, expected "
+            f"{res.accepted} and {res.rejected}"
+        )
+    t = res.timed("verify", t)
+
+    # A crash from here on leaves committed data without a ledger entry: the next run reads
+    # the files again and replaces their rows, which changes nothing.
+    log.info("committed %d file(s), snapshot %s", len(batch), res.snapshot_id)
+    commit.append_ledger(spark, batch, run_id, accepted_by_file, rejected_by_file)
+    res.timed("ledger", t)
+    return res
+
+
+def run_batches(
+    spark: SparkSession,
+    files: Sequence[InputFile],
+    cfg: IngestConfig,
+    run_id: str,
+    ledger_of_these_only: bool = False,
+) -> tuple[BatchResult, int]:
+    """The engine, shared by batch ingest and every stream micro-batch: read the files the
+    ledger says are due, batch by batch. Returns the total and how many had changed.
+
+    `ledger_of_these_only`: look up only these files in the ledger (a micro-batch's few),
+    instead of reading the whole ledger (a batch run's whole listing)."""
+    if cfg.full or not files:
+        state = {}
+    else:
+        state = ledger_state(spark, [f.uri for f in files] if ledger_of_these_only else None)
+    todo, changed = plan(files, state, cfg.full, run_id)
+    total = BatchResult()
+    for part in batches(todo, cfg.max_bytes_per_commit):
+        total.add(ingest_batch(spark, part, run_id, cfg.verify))
+    return total, len(changed)
+
+
+def record_run(
+    spark: SparkSession,
+    run_id: str,
+    started: dt.datetime,
+    total: BatchResult,
+    duration: float,
+    replayable: bool = False,
+) -> None:
+    """The run's nginx_logs.ingest_runs row (batch runs and stream micro-batches alike)."""
+    row = (
+        run_id,
+        started,
+        dt.datetime.now(dt.timezone.utc),
+        total.files,
+        total.lines,
+        total.accepted,
+        total.rejected,
+        total.bytes,
+        duration,
+        total.snapshot_id,
+        sorted(total.dates),
+        "ok",
+    )
+    commit.record_run(spark, row, replayable)
+
+
+def ingest(spark: SparkSession, cfg: IngestConfig) -> IngestResult:
+    """`logberg ingest`: every new or changed file under the inputs (all with --full)."""
+    started = dt.datetime.now(dt.timezone.utc)
+    t0 = time.monotonic()
+    created = tables.ensure(spark, INGEST_TABLES, upgrading=(ACCESS_LOGS, REJECTS))
+    files = list_inputs(spark, cfg.inputs, cfg.since)
+    if LEDGER.name in created:
+        cfg = replace(cfg, full=True)  # an empty ledger: nothing to look up
+    setup = round(time.monotonic() - t0, 2)
+    total, changed = run_batches(spark, files, cfg, cfg.run_id)
+    total.seconds = {"setup": setup, **total.seconds}
+    duration = time.monotonic() - t0
+    record_run(spark, cfg.run_id, started, total, duration)
+    return IngestResult(cfg.run_id, len(files), changed, total, duration)

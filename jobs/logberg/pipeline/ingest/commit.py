@@ -1,0 +1,160 @@
+"""Committing a batch exactly once: rows replace whatever their files had, by source_file.
+
+* Every row's `event_id` derives from (source_file, line_number), so a line keeps its id.
+* A batch of files is written with an overwrite by `source_file`: one commit replaces the
+  rows those files had (none, normally) with their new rows, so a re-run, a re-run after a
+  crash or a concurrent run of the same files adds nothing twice.
+* The ledger is appended after the data commit: a crash between the two only makes the
+  next run read those files again, and the overwrite makes that exact.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Sequence
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from logberg.lakehouse import sql
+from logberg.lakehouse.schema import ACCESS_LOGS, INGEST_RUNS, LEDGER, REJECTS, Table
+from logberg.lakehouse.tables import qualified
+from logberg.pipeline.ingest.plan import InputFile
+from logberg.pipeline.ingest.reader import RejectSink, read_parsed
+from logberg.pipeline.parse import to_rejects
+
+log = logging.getLogger(__name__)
+TAG = "logberg.commit"  # snapshot summary key: which batch made the commit
+FileRows = list[tuple[str, dt.date | None, int]]  # (source_file, date, rows)
+
+
+def stored_rows(spark: SparkSession, table: Table, uris: Sequence[str]) -> tuple[FileRows, bool]:
+    """(source_file, date, rows) that `table` holds for these files, and whether some data
+    file mixes them with other files.
+
+    Normally from data-file metadata, no data read: files ingest writes hold one source file
+    each, and source_file has full column metrics, so a data file's bounds name its file.
+    When that does not settle it (a compacted file whose bounds span one of `uris`,
+    truncated bounds, delete files), the rows are counted, pruned by those metrics, and the
+    second value is True: Iceberg cannot tell from metrics either whether such a file's
+    rows match a filter on source_file.
+    """
+    want = set(uris)
+    dated = table == ACCESS_LOGS  # the only one partitioned by date
+    date = "date" if dated else "CAST(NULL AS DATE)"
+    bounds = "readable_metrics.source_file"
+    found = spark.sql(
+        f"SELECT content, {'partition.date' if dated else date} AS date, "
+        f"{bounds}.lower_bound AS lo, {bounds}.upper_bound AS hi, record_count AS n "
+        f"FROM {table}.files WHERE NOT ({bounds}.upper_bound < {sql.literal(min(uris))} "
+        f"OR {bounds}.lower_bound > {sql.literal(max(uris))})"
+    ).collect()
+    out: FileRows = []
+    for r in found:
+        settled = r.content == 0 and r.lo is not None and r.hi is not None
+        if settled and r.lo == r.hi:
+            if r.lo in want:
+                out.append((r.lo, r.date, int(r.n)))
+        elif not settled or any(r.lo <= u <= r.hi for u in want):
+            counted = spark.sql(
+                f"SELECT source_file, {date} AS date, COUNT(*) AS n FROM {table} "
+                f"WHERE source_file IN ({sql.literals(uris)}) GROUP BY 1, 2"
+            ).collect()
+            return [(r.source_file, r.date, int(r.n)) for r in counted], True
+    return out, False
+
+
+def file_rows(spark: SparkSession, table: Table, uris: Sequence[str]) -> FileRows:
+    """(source_file, date, rows) that `table` holds for these files (see `stored_rows`)."""
+    return stored_rows(spark, table, uris)[0]
+
+
+def replace_rows(
+    spark: SparkSession, table: Table, rows: DataFrame, uris: Sequence[str], tag: str
+) -> tuple[int | None, int]:
+    """Commit `rows` as the whole content of these files in `table`.
+
+    Normally one commit: an overwrite by source_file (data files of these files only are
+    dropped, whole). Rows that share data files with other files (after compaction) are
+    deleted row-level first, and the rows are then appended instead (an overwrite would
+    fail: Iceberg cannot tell from metrics that none of a mixed file's rows match).
+    Returns the commit's snapshot id and the rows it added, found by `tag` in the snapshot
+    summary.
+    """
+    held, mixed = stored_rows(spark, table, uris)
+    old = sorted({f for f, _, _ in held})
+    if old:
+        spark.sql(f"DELETE FROM {table} WHERE source_file IN ({sql.literals(old)})")
+    writer = rows.writeTo(qualified(spark, table)).option(f"snapshot-property.{TAG}", tag)
+    if mixed:
+        writer.append()  # these files have no rows left: appending is exact
+    else:
+        writer.overwrite(F.col("source_file").isin(list(uris)))
+    found = spark.sql(
+        f"SELECT snapshot_id, summary['added-records'] FROM {table}.snapshots "
+        f"WHERE summary[{sql.literal(TAG)}] = {sql.literal(tag)}"
+    ).collect()
+    if not found:
+        return None, 0
+    return int(found[0][0]), int(found[0][1] or 0)
+
+
+def write_rejects(
+    spark: SparkSession,
+    uris: Sequence[str],
+    rejected_by_file: dict[str, int],
+    run_id: str,
+    now: Column,
+    tag: str,
+    sink: RejectSink | None = None,
+) -> int:
+    """Commit the rejected lines: the ones `sink` kept during the read, when it holds all
+    of them; else the rejected lines of the files that have any, read again.
+
+    Returns the number of rejects the commit added.
+    """
+    rejected = sum(rejected_by_file.values())
+    if not rejected:
+        old = sorted({f for f, _, _ in file_rows(spark, REJECTS, uris)})
+        if old:  # a changed file that no longer has rejects
+            spark.sql(f"DELETE FROM {REJECTS} WHERE source_file IN ({sql.literals(old)})")
+        return 0
+    kept = sink.lines() if sink is not None else None
+    if kept is not None and kept[1] == rejected:
+        located = kept[0]  # with their reasons: no second parse
+        log.info("rejects: %d line(s) kept during the parse", rejected)
+    else:
+        log.info("rejects: %d line(s) read again from the files", rejected)
+        located = read_parsed(spark, [u for u in uris if u in rejected_by_file])
+    return replace_rows(spark, REJECTS, to_rejects(located, run_id, now), uris, tag)[1]
+
+
+def append_ledger(
+    spark: SparkSession,
+    batch: Sequence[InputFile],
+    run_id: str,
+    accepted_by_file: dict[str, int],
+    rejected_by_file: dict[str, int],
+) -> None:
+    rows = []
+    for f in batch:
+        ok, rej = accepted_by_file.get(f.uri, 0), rejected_by_file.get(f.uri, 0)
+        rows.append((f.uri, f.size, f.modified, run_id, ok + rej, ok, rej, None))
+    spark.createDataFrame(rows, LEDGER.struct()).withColumn(
+        "ingested_at", F.current_timestamp()
+    ).writeTo(qualified(spark, LEDGER)).append()
+
+
+def record_run(spark: SparkSession, row: tuple[object, ...], replayable: bool) -> None:
+    """Add a run's ingest_runs row. A replayable run (a stream batch, whose id is the same
+    on a replay) is MERGEd on run_id, so a replay does not add it twice."""
+    df = spark.createDataFrame([row], INGEST_RUNS.struct())
+    if not replayable:
+        df.writeTo(qualified(spark, INGEST_RUNS)).append()
+        return
+    df.createOrReplaceTempView("logberg_ingest_run")
+    spark.sql(
+        f"MERGE INTO {INGEST_RUNS} t USING logberg_ingest_run s ON t.run_id = s.run_id "
+        "WHEN NOT MATCHED THEN INSERT *"
+    )

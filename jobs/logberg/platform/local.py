@@ -1,0 +1,140 @@
+"""The embedded default under $LOGBERG_HOME: `logberg local up | down | status`, and what a
+local Spark session needs (the lakehouse's local defaults and the local Spark runtime)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from logberg.lakehouse.session import JIT_OPTIONS, LakehouseConfig, SparkRuntime, build_session
+from logberg.platform import metastore, runtime, s3server
+from logberg.platform.procs import port_open
+from logberg.platform.settings import LocalSettings, java_home
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from pyspark.sql import SparkSession
+
+
+@dataclass(frozen=True)
+class Status:
+    name: str
+    running: bool
+    pid: int | None
+    where: str
+    log: str
+
+
+def _layout(s: LocalSettings) -> None:
+    for d in (s.home, s.warehouse, s.landing, s.logs, s.run, s.metastore_dir):
+        d.mkdir(parents=True, exist_ok=True)
+
+
+def up(s: LocalSettings, with_s3: bool = False) -> list[str]:
+    """Start what is not running yet; returns lines to print."""
+    _layout(s)
+    lines = []
+    s3_env = None
+    s3_endpoint = None
+    if with_s3 or s3server.is_running(s):
+        s3_endpoint = s3server.start(s)
+        s3_env = s3server.client_env(s)
+        lines.append(f"s3        {s3_endpoint}  bucket s3://{s3server.DEFAULT_BUCKET}")
+    warehouse = os.environ.get("LOGBERG_WAREHOUSE") or s.warehouse.as_uri()
+    uri = metastore.start(s, warehouse, s3_env=s3_env, s3_endpoint=s3_endpoint)
+    lines.insert(0, f"metastore {uri}  ({s.metastore_db.label})")
+    lines.append(f"warehouse {warehouse}")
+    lines.append(f"home      {s.home}")
+    return lines
+
+
+def down(s: LocalSettings) -> list[str]:
+    """Stop only what `up` started under this home."""
+    lines = []
+    for svc in (metastore.service(s), s3server.service(s)):
+        lines.append(f"{svc.name}: {'stopped' if svc.stop() else 'was not running'}")
+    return lines
+
+
+def status(s: LocalSettings) -> list[Status]:
+    out = []
+    ms = metastore.service(s)
+    pid = ms.pid()
+    out.append(
+        Status(
+            ms.name,
+            pid is not None and port_open(s.metastore_port),
+            pid,
+            f"{s.metastore_uri} ({s.metastore_db.label})",
+            str(ms.log_file),
+        )
+    )
+    s3 = s3server.service(s)
+    pid = s3.pid()
+    out.append(Status(s3.name, pid is not None, pid, s.s3_endpoint, str(s3.log_file)))
+    return out
+
+
+# ---- local Spark sessions -----------------------------------------------------------------
+
+
+def lakehouse_defaults(s: LocalSettings) -> LakehouseConfig:
+    """This home's metastore and warehouse; its S3 server when that runs."""
+    return LakehouseConfig(
+        metastore_uri=s.metastore_uri,
+        warehouse=s.warehouse.as_uri(),
+        s3_endpoint=s.s3_endpoint if s3server.is_running(s) else None,
+    )
+
+
+def lakehouse_config(s: LocalSettings) -> LakehouseConfig:
+    """The LOGBERG_* settings over this home's defaults."""
+    return LakehouseConfig.from_env(lakehouse_defaults(s))
+
+
+def spark_runtime(s: LocalSettings, cfg: LakehouseConfig) -> SparkRuntime:
+    """Local mode sized for a laptop, with the jars and class archive `make setup` made."""
+    shuffle = os.environ.get("LOGBERG_SHUFFLE_PARTITIONS", "4")
+    env = {
+        "JAVA_HOME": os.environ.get("JAVA_HOME") or str(java_home()),  # fails fast if none
+        "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
+    }
+    if cfg.s3_endpoint == s.s3_endpoint:
+        env.update(s3server.client_env(s))  # the local server only knows its own keys
+    spark_dir = s.home / "spark"
+    (spark_dir / "tmp").mkdir(parents=True, exist_ok=True)
+    cds = runtime.cds_java_options(s, os.environ.get(runtime.CDS_DUMP_ENV))
+    conf = {
+        # On the JVM's own class path, not spark.jars: local mode then does not copy the
+        # jars (the AWS SDK bundle is 600 MB) into every session's work directory.
+        "spark.driver.extraClassPath": os.pathsep.join(map(str, runtime.spark_jars(s.tools))),
+        "spark.driver.memory": os.environ.get("LOGBERG_DRIVER_MEMORY", "2g"),
+        "spark.driver.extraJavaOptions": f"{JIT_OPTIONS} {cds} -Dderby.system.home={spark_dir}",
+        "spark.sql.shuffle.partitions": shuffle,
+        "spark.default.parallelism": shuffle,
+        "spark.sql.adaptive.enabled": "true",
+        "spark.ui.enabled": os.environ.get("LOGBERG_SPARK_UI", "false"),
+        "spark.ui.showConsoleProgress": "false",
+        "spark.log.level": os.environ.get("LOGBERG_LOG_LEVEL", "WARN"),
+    }
+    return SparkRuntime(
+        master=os.environ.get("LOGBERG_SPARK_MASTER") or "local[*]",
+        conf=conf,
+        env=env,
+        hint=" (LOGBERG_METASTORE_PORT); start it with `logberg local up`",
+        workdir=str(spark_dir),
+    )
+
+
+def session(
+    app_name: str,
+    s: LocalSettings | None = None,
+    extra: Mapping[str, str] | None = None,
+    validate: bool = True,
+) -> SparkSession:
+    """A local SparkSession over this home's lakehouse (tests, the bench, the CLI)."""
+    s = s or LocalSettings.from_env()
+    cfg = lakehouse_config(s)
+    return build_session(app_name, cfg, spark_runtime(s, cfg), extra, validate)

@@ -1,0 +1,114 @@
+"""What local Spark and metastore processes need from `make setup`, located, never built.
+
+`make setup` (logberg.platform.build) resolves the pinned jars into $LOGBERG_TOOLS, compiles
+logberg's Java line parser into a jar named after its sources, and records a JVM class
+archive. This module only finds them, and says `run make setup` when something is missing
+or stale: a job never runs Maven, javac or a training run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from logberg.errors import ConfigError
+from logberg.platform.settings import LocalSettings, java_home
+from logberg.versions import pins
+
+JAVA_SOURCES = Path(__file__).resolve().parents[1] / "java"
+PARSER_JAR_PREFIX = "logberg-parser"
+CDS_DUMP_ENV = "LOGBERG_CDS_DUMP"  # set by setup for the one JVM that writes the archive
+CDS_QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # a stale archive is ignored, silently
+SETUP_HINT = "run `make setup`"
+
+
+def jar_dir(tools: Path, group: str) -> Path:
+    return tools / "jars" / group
+
+
+def hive_home(tools: Path) -> Path:
+    return tools / f"apache-hive-metastore-{pins().hive}-bin"
+
+
+def java_sources() -> list[Path]:
+    found = sorted(JAVA_SOURCES.rglob("*.java"))
+    if not found:
+        raise ConfigError(
+            f"no Java sources under {JAVA_SOURCES}: the logberg install is incomplete"
+        )
+    return found
+
+
+def parser_fingerprint(spark_version: str) -> str:
+    """Names the parser jar after the sources and the Spark it was compiled against."""
+    h = hashlib.sha256(spark_version.encode())
+    for src in java_sources():
+        h.update(src.relative_to(JAVA_SOURCES).as_posix().encode())
+        h.update(src.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def parser_jar(tools: Path) -> Path:
+    """Where the parser jar for this PySpark and these sources is (it may not exist)."""
+    import pyspark
+
+    name = f"{PARSER_JAR_PREFIX}-{parser_fingerprint(pyspark.__version__)}.jar"
+    return jar_dir(tools, "logberg") / name
+
+
+def spark_jars(tools: Path) -> list[Path]:
+    """Jars a local Spark session adds to PySpark's own: Iceberg, S3A, logberg's parser."""
+    found = sorted(jar_dir(tools, "spark").glob("*.jar")) + sorted(
+        jar_dir(tools, "s3").glob("*.jar")
+    )
+    if not found:
+        raise ConfigError(
+            f"no Iceberg/S3A jars under {tools / 'jars'} (LOGBERG_TOOLS): {SETUP_HINT}"
+        )
+    parser = parser_jar(tools)
+    if not parser.is_file():
+        raise ConfigError(
+            f"no line-parser jar for these sources at {parser} (LOGBERG_TOOLS): {SETUP_HINT} "
+            "(it compiles jobs/logberg/java)"
+        )
+    return [*found, parser]
+
+
+def metastore_classpath(tools: Path) -> list[Path]:
+    home = hive_home(tools)
+    if not (home / "lib").is_dir():
+        raise ConfigError(f"no Hive metastore under {home} (LOGBERG_TOOLS): {SETUP_HINT}")
+    cp: list[Path] = []
+    # Hadoop first: its Guava (27+) must shadow Hive's bundled Guava 19.
+    # Hive brings log4j2; Hadoop's reload4j binding would hijack SLF4J.
+    for group in ("hadoop", "s3", "jdbc"):
+        cp += sorted(
+            j
+            for j in jar_dir(tools, group).glob("*.jar")
+            if not j.name.startswith(("slf4j-reload4j", "reload4j"))
+        )
+    cp += sorted(j for j in (home / "lib").glob("*.jar") if not j.name.startswith("guava-"))
+    return cp
+
+
+def cds_archive(settings: LocalSettings) -> Path:
+    """Where the class archive for this JDK, PySpark and jar set lives (it may not exist)."""
+    import pyspark
+
+    release = java_home() / "release"
+    parts = [
+        str(java_home()),
+        release.read_text() if release.is_file() else "",
+        pyspark.__version__,
+        *(j.name for j in spark_jars(settings.tools)),
+    ]
+    key = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    return settings.tools / "cds" / f"spark-{key}.jsa"
+
+
+def cds_java_options(settings: LocalSettings, dump_to: str | None = None) -> str:
+    """JVM options for a local session: write the archive (setup), use it, or nothing."""
+    if dump_to:
+        return f"-XX:ArchiveClassesAtExit={dump_to} {CDS_QUIET}"
+    path = cds_archive(settings)
+    return f"-XX:SharedArchiveFile={path} {CDS_QUIET}" if path.is_file() else ""
