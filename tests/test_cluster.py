@@ -9,6 +9,7 @@ the reason otherwise. The tests run in file order; the last one tears the cluste
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -96,7 +97,7 @@ FOREIGN = re.compile(
     r"NETAVARK|netavark|podman|veth|/var/lib/containers|/run/containers|/run/netns"
 )
 VOLATILE_SYSCTL = re.compile(
-    r"^(fs\.(dentry-state|file-nr|inode-nr|inode-state|aio-nr)|kernel\.(ns_last_pid|random\.|pty\.nr)"
+    r"^(fs\.(dentry-state|file-nr|inode-nr|inode-state|aio-nr|quota\.)|kernel\.(ns_last_pid|random\.|pty\.nr)"
     r"|net\.netfilter\.nf_conntrack_count|net\.ipv[46]\.(conf|neigh)\.(?!all\.|default\.))"
 )
 
@@ -337,6 +338,147 @@ def test_a_mounted_secret_is_refreshed_after_the_secret_changes(
     cluster.kubectl("delete", "pod", name, "--wait=false")
 
 
+WEBHOOK_SRC = REPO / "tests" / "cluster_webhook"
+
+
+@pytest.fixture(scope="module")
+def webhook_image(cluster: Cluster) -> str:
+    """tests/cluster_webhook built static with Go, in an image FROM the local Debian base."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ctx = Path(tmp)
+        env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-buildvcs=false")
+        go = shutil.which("go") or "/usr/local/go/bin/go"
+        subprocess.run(
+            [go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(ctx / "hook"), "."],
+            cwd=WEBHOOK_SRC,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+        (ctx / "Dockerfile").write_text(
+            "FROM debian:bookworm-slim\nCOPY --chmod=0555 hook /hook\nUSER 65532:65532\n"
+            'ENTRYPOINT ["/hook"]\n'
+        )
+        digest = hashlib.sha256((ctx / "hook").read_bytes() + (ctx / "Dockerfile").read_bytes())
+        ref = f"localhost/logberg-cluster-webhook:{digest.hexdigest()[:12]}"
+        if subprocess.run(["podman", "image", "exists", ref]).returncode != 0:
+            subprocess.run(
+                ["podman", "--runtime", "runc", "build", "--pull=never", "-t", ref, str(ctx)],
+                check=True,
+                capture_output=True,
+            )
+    proc = cluster.cli("load", ref)
+    assert proc.returncode == 0, proc.stderr
+    return ref
+
+
+def _tls_for(service_dns: str, folder: Path) -> None:
+    """A throwaway CA and a serving certificate for the webhook Service."""
+
+    def ssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=folder, check=True, capture_output=True)
+
+    ssl("req", "-x509", "-new", "-nodes", "-newkey", "rsa:2048", "-days", "1",
+        "-subj", "/CN=webhook-test-ca", "-keyout", "ca.key", "-out", "ca.crt")  # fmt: skip
+    ssl("req", "-new", "-nodes", "-newkey", "rsa:2048", "-subj", f"/CN={service_dns}",
+        "-keyout", "tls.key", "-out", "tls.csr")  # fmt: skip
+    (folder / "ext.cnf").write_text(f"subjectAltName=DNS:{service_dns}\n")
+    ssl("x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+        "-CAcreateserial", "-days", "1", "-extfile", "ext.cnf", "-out", "tls.crt")  # fmt: skip
+
+
+def test_a_mutating_webhook_in_the_pod_network_is_called(
+    cluster: Cluster, webhook_image: str
+) -> None:
+    """The apiserver calls a webhook Service backed by a pod (as the spark-operator's is)."""
+    ns = unique("webhook")
+    cluster.kubectl("create", "namespace", ns)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        _tls_for(f"hook.{ns}.svc", folder)
+        cluster.kubectl(
+            "-n", ns, "create", "secret", "tls", "hook-tls",
+            f"--cert={folder / 'tls.crt'}", f"--key={folder / 'tls.key'}",
+        )  # fmt: skip
+        ca_bundle = base64.b64encode((folder / "ca.crt").read_bytes()).decode()
+    server = pod("hook", webhook_image, [])
+    server["metadata"] = {"name": "hook", "namespace": ns, "labels": {"app": "hook"}}
+    spec = server["spec"]
+    spec["restartPolicy"] = "Always"  # type: ignore[index]
+    spec["volumes"] = [{"name": "tls", "secret": {"secretName": "hook-tls"}}]  # type: ignore[index]
+    main = spec["containers"][0]  # type: ignore[index]
+    main["volumeMounts"] = [{"name": "tls", "mountPath": "/tls", "readOnly": True}]
+    main["readinessProbe"] = {"tcpSocket": {"port": 8443}, "periodSeconds": 1}
+    cluster.apply(server)
+    cluster.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "hook", "namespace": ns},
+            "spec": {"selector": {"app": "hook"}, "ports": [{"port": 443, "targetPort": 8443}]},
+        }
+    )
+    config_name = f"logberg-test-{ns}"
+    cluster.apply(
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": config_name},
+            "webhooks": [
+                {
+                    "name": "label.logberg.test",
+                    "admissionReviewVersions": ["v1"],
+                    "sideEffects": "None",
+                    "failurePolicy": "Fail",
+                    "timeoutSeconds": 10,
+                    "clientConfig": {
+                        "service": {
+                            "name": "hook",
+                            "namespace": ns,
+                            "path": "/mutate",
+                            "port": 443,
+                        },
+                        "caBundle": ca_bundle,
+                    },
+                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+                    "rules": [
+                        {
+                            "apiGroups": [""],
+                            "apiVersions": ["v1"],
+                            "operations": ["CREATE"],
+                            "resources": ["configmaps"],
+                        }
+                    ],
+                }
+            ],
+        }
+    )
+    try:
+        wait_for(
+            "the webhook pod to be ready",
+            lambda: cluster.kubectl(
+                "-n", ns, "get", "pod", "hook", "-o",
+                "jsonpath={.status.conditions[?(@.type=='Ready')].status}", check=False,
+            ).strip() == "True",
+        )  # fmt: skip
+
+        def labelled() -> bool:
+            name = unique("cm")
+            out = cluster.kubectl("-n", ns, "create", "configmap", name, check=False)
+            if "created" not in out:
+                return False  # the webhook configuration or endpoints not yet in effect
+            labels = cluster.kubectl(
+                "-n", ns, "get", "configmap", name, "-o", "jsonpath={.metadata.labels}"
+            )
+            return "mutated" in labels
+
+        wait_for("a ConfigMap labelled by the webhook", labelled)
+        assert "mutated request" in cluster.kubectl("-n", ns, "logs", "hook")
+    finally:
+        cluster.kubectl("delete", "mutatingwebhookconfiguration", config_name, check=False)
+        cluster.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+
+
 def _default_route_device() -> str:
     out = subprocess.run(["ip", "route", "show", "default"], capture_output=True, text=True).stdout
     match = re.search(r"\bdev (\S+)", out)
@@ -368,7 +510,8 @@ def _packets(rule: list[str]) -> int:
         text=True,
         check=True,
     ).stdout
-    hits = [ln for ln in out.splitlines() if rule[-3] in ln]
+    dst = rule[rule.index("-d") + 1]
+    hits = [ln for ln in out.splitlines() if rule[-3] in ln and ln.split()[8] == dst]
     assert len(hits) == 1, out
     return int(hits[0].split()[0])
 
@@ -478,6 +621,10 @@ def test_down_leaves_the_host_as_it_was(cluster: Cluster) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     after = host_picture()
     for key, value in cluster.before.items():
+        now = after[key]
+        if isinstance(value, list) and isinstance(now, list):
+            gone, new = sorted(set(value) - set(now)), sorted(set(now) - set(value))
+            assert (gone, new) == ([], []), f"{key} after down: missing {gone}, extra {new}"
         assert after[key] == value, f"{key} differs after down"
     leftovers = subprocess.run(["pgrep", "-af", str(cluster.home)], capture_output=True, text=True)
     assert leftovers.stdout == "", leftovers.stdout

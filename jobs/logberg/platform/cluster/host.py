@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -63,6 +64,7 @@ class HostRecord:
     chains: dict[str, list[str]]  # "iptables:filter" -> chain names present before up
     dirs: dict[str, bool]  # host folder -> existed before up
     cgroups: dict[str, bool] = field(default_factory=dict)  # kubepods dir -> existed before
+    tables: list[str] = field(default_factory=list)  # "iptables:mangle" tables present before
 
     def save(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -135,6 +137,7 @@ def record_host(s: ClusterSettings) -> HostRecord:
         chains=chains,
         dirs={d: Path(d).exists() for d in HOST_DIRS},
         cgroups={str(p): p.exists() for p in kubepods_cgroups()},
+        tables=sorted(chains),
     )
     record.save(s.host_record)
     return record
@@ -220,6 +223,7 @@ def teardown_network(s: ClusterSettings, record: HostRecord) -> list[str]:
     notes = []
     for family in FAMILIES:
         notes += _remove_rules(family, record)
+        notes += _remove_new_empty_tables(family, record)
     with contextlib.suppress(ServiceError):
         run(["ip", "route", "del", "unreachable", str(s.pod_cidr)])
     with contextlib.suppress(ServiceError):
@@ -255,6 +259,24 @@ def _remove_rules(family: str, record: HostRecord) -> list[str]:
             proc = subprocess.run([*ipt, "-X", chain], capture_output=True, text=True)
             if proc.returncode != 0:
                 notes.append(f"{family} -t {table}: could not delete chain {chain}: {proc.stderr}")
+    return notes
+
+
+def _remove_new_empty_tables(family: str, record: HostRecord) -> list[str]:
+    """Tables the kubelet or kube-proxy made appear (iptables-nft creates them on first use):
+    deleted when nothing but empty, accept-all built-in chains is left in them."""
+    notes = []
+    nft_family = "ip" if family == "iptables" else "ip6"
+    for table, lines in save_rules(family).items():
+        if f"{family}:{table}" in record.tables:
+            continue
+        empty = all(ln.startswith(":") and ln.split()[1] == "ACCEPT" for ln in lines)
+        if not empty or shutil.which("nft") is None:
+            notes.append(f"{family} table {table} appeared during the cluster's life; left")
+            continue
+        proc = subprocess.run(["nft", "delete", "table", nft_family, table], capture_output=True)
+        if proc.returncode != 0:
+            notes.append(f"nft delete table {nft_family} {table}: {proc.stderr.decode()}")
     return notes
 
 

@@ -58,6 +58,12 @@ class Component:
                 cwd=self.run,
             )
         self.pid_file.write_text(f"{proc.pid}\n")
+        # Until the child has exec'd, its command line is still ours (Python's).
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and proc.poll() is None:
+            if is_ours(proc.pid, self.argv[0], self.marker):
+                break
+            time.sleep(0.02)
         return proc.pid
 
     def stop(self, timeout: float = 20.0) -> bool:
