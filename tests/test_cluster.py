@@ -16,6 +16,7 @@ import os
 import re
 import secrets
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -193,16 +194,21 @@ exec "$@"
 
 @pytest.fixture(scope="module")
 def probe_image(cluster: Cluster) -> str:
-    """A locally built image (FROM the local Debian base), tagged by content, in the node."""
+    """A locally built image (FROM the local Debian base, plus the cluster's kubectl),
+    tagged by its content, loaded into the node."""
     with tempfile.TemporaryDirectory() as tmp:
         ctx = Path(tmp)
         (ctx / "probe.sh").write_text(PROBE)
+        shutil.copy(cluster.kubectl_bin, ctx / "kubectl")
         (ctx / "Dockerfile").write_text(
             "FROM debian:bookworm-slim\nCOPY --chmod=0555 probe.sh /probe.sh\n"
+            "COPY --chmod=0555 kubectl /usr/local/bin/kubectl\n"
             'ENTRYPOINT ["/probe.sh"]\n'
         )
-        tag = hashlib.sha256(PROBE.encode() + (ctx / "Dockerfile").read_bytes()).hexdigest()[:12]
-        ref = f"localhost/logberg-cluster-probe:{tag}"
+        digest = hashlib.sha256()
+        for name in ("probe.sh", "kubectl", "Dockerfile"):
+            digest.update((ctx / name).read_bytes())
+        ref = f"localhost/logberg-cluster-probe:{digest.hexdigest()[:12]}"
         if subprocess.run(["podman", "image", "exists", ref]).returncode != 0:
             subprocess.run(
                 ["podman", "--runtime", "runc", "build", "--pull=never", "-t", ref, str(ctx)],
@@ -336,6 +342,97 @@ def test_a_mounted_secret_is_refreshed_after_the_secret_changes(
     cluster.kubectl("patch", "secret", name, "--type=merge", "-p", patch)
     wait_for("the kubelet to refresh the mounted Secret", lambda: mounted().strip() == second)
     cluster.kubectl("delete", "pod", name, "--wait=false")
+
+
+def test_a_job_reads_the_api_with_its_service_account_within_rbac(
+    cluster: Cluster, probe_image: str
+) -> None:
+    """A Job's pod uses its ServiceAccount token (in-cluster config, the cluster CA) through
+    the kubernetes Service: allowed what its Role grants, refused the rest; emptyDir works."""
+    ns = unique("job")
+    nonce = secrets.token_hex(6)
+    cluster.kubectl("create", "namespace", ns)
+    cluster.kubectl("-n", ns, "create", "serviceaccount", "reader")
+    cluster.kubectl(
+        "-n", ns, "create", "role", "read-config", "--verb=get", "--resource=configmaps"
+    )  # fmt: skip
+    cluster.kubectl(
+        "-n", ns, "create", "rolebinding", "reader", "--role=read-config",
+        f"--serviceaccount={ns}:reader",
+    )  # fmt: skip
+    cluster.kubectl("-n", ns, "create", "configmap", "greeting", f"--from-literal=msg={nonce}")
+    script = (
+        "kubectl get configmap greeting -o jsonpath={.data.msg} > /scratch/msg && "
+        "echo msg=$(cat /scratch/msg) && "
+        "if kubectl get secrets 2>/scratch/err; then echo SECRETS-LISTED; fi; "
+        "grep -q Forbidden /scratch/err && echo secrets-forbidden"
+    )
+    template = pod("worker", probe_image, ["sh", "-c", script])["spec"]
+    template["serviceAccountName"] = "reader"  # type: ignore[index]
+    template["volumes"] = [{"name": "scratch", "emptyDir": {}}]  # type: ignore[index]
+    template["containers"][0]["volumeMounts"] = [{"name": "scratch", "mountPath": "/scratch"}]  # type: ignore[index]
+    cluster.apply(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "worker", "namespace": ns},
+            "spec": {"backoffLimit": 0, "template": {"spec": template}},
+        }
+    )
+
+    def finished() -> bool:
+        conds = cluster.kubectl(
+            "-n", ns, "get", "job", "worker", "-o", "jsonpath={.status.conditions[*].type}"
+        )  # fmt: skip
+        return "Complete" in conds or "Failed" in conds
+
+    wait_for("the Job to finish", finished)
+    log = cluster.kubectl("-n", ns, "logs", "job/worker")
+    assert f"msg={nonce}" in log, log
+    assert "secrets-forbidden" in log and "SECRETS-LISTED" not in log, log
+    conds = cluster.kubectl(
+        "-n", ns, "get", "job", "worker", "-o", "jsonpath={.status.conditions[*].type}"
+    )
+    assert "Complete" in conds
+    cluster.kubectl("delete", "namespace", ns, "--wait=false")
+
+
+def test_podman_containers_still_reach_the_host_while_the_cluster_runs(cluster: Cluster) -> None:
+    """The cluster leaves podman's networking alone: a container on podman's default network
+    connects to a listener on the host through its bridge gateway."""
+    net = json.loads(
+        subprocess.run(
+            ["podman", "network", "inspect", "podman"], capture_output=True, text=True, check=True
+        ).stdout
+    )[0]
+    gateway = net["subnets"][0]["gateway"]
+    with socket.socket() as listener:
+        listener.bind((gateway if _has_address(gateway) else "0.0.0.0", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        proc = subprocess.Popen(
+            [
+                "podman", "--runtime", "runc", "run", "--rm", "--pull=never", "--network=podman",
+                "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
+                "debian:bookworm-slim", "bash", "-c",
+                f"exec 3<>/dev/tcp/{gateway}/{port} && echo hello >&3",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        listener.settimeout(120)
+        conn, _ = listener.accept()
+        with conn:
+            conn.settimeout(30)
+            assert conn.recv(16).startswith(b"hello")
+        _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+
+
+def _has_address(ip: str) -> bool:
+    out = subprocess.run(["ip", "-o", "-4", "addr"], capture_output=True, text=True).stdout
+    return f" {ip}/" in out
 
 
 WEBHOOK_SRC = REPO / "tests" / "cluster_webhook"

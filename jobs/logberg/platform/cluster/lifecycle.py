@@ -226,9 +226,10 @@ def up(s: ClusterSettings, log: Log = print) -> None:
         log(f"cluster already up ({s.server}, node {s.node_name} Ready, DNS answering)")
         log(env_lines(s))
         return
+    # Ports before a (possibly long) first build: fail fast, naming the setting.
+    check_ports(s, components(s, cached))
     b = ensure_binaries(s.tools, log)
     comps = components(s, b)
-    check_ports(s, comps)
     host.record_host(s)
     if ensure_pki(s):
         log(f"certificates: made in {s.pki}")
