@@ -59,3 +59,13 @@ def test_a_taken_apiserver_port_fails_fast_and_names_the_setting(tmp_path: Path)
     assert f"port {port}" in proc.stderr and "LOGBERG_CLUSTER_API_PORT" in proc.stderr
     assert not (tmp_path / "cluster" / "host-record.json").exists()
     assert "starting" not in proc.stdout
+
+
+def test_one_kubernetes_minor_for_the_cluster_and_kind() -> None:
+    import tomllib
+
+    k8s = tomllib.loads((REPO / "jobs" / "logberg" / "versions.toml").read_text())["kubernetes"]
+    minor = ".".join(k8s["version"].split(".")[:2])
+    tag = k8s["kind_node_image"].split(":", 1)[1].split("@")[0]
+    assert tag.startswith(f"v{minor}."), (tag, minor)
+    assert "@sha256:" in k8s["kind_node_image"], "pin the kind node image by digest"

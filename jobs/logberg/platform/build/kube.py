@@ -192,7 +192,7 @@ def _ensure_kubernetes(go: str, tools: Path, pins: KubePins, log: Log) -> Path:
         packages = [f"k8s.io/kubernetes/cmd/{c}" for c in KUBE_COMMANDS] + ["./cmd/etcd"]
         log(
             f"kubernetes: go build {' '.join(names)} in one invocation "
-            "(cold: ~20-30 min on 2 cores; warm: seconds)"
+            "(cold: ~15-30 min on 2 cores; with a warm Go cache ~2 min)"
         )
         _run(
             [
