@@ -131,6 +131,10 @@ def coredns_bin_dir(tools: Path, pins: KubePins) -> Path:
 def ensure_binaries(tools: Path | None = None, log: Log = print) -> Binaries:
     """Build what is missing from the cache; return where the binaries are."""
     tools = tools or tools_dir()
+    cached = cached_binaries(tools)
+    if cached is not None:
+        log(f"kubernetes and coredns binaries: cached in {tools}")
+        return cached
     pins = kube_pins()
     go = _go()
     return Binaries(

@@ -328,12 +328,17 @@ def remove_cgroups(record: HostRecord) -> list[str]:
 
 
 def clean_host_dirs(s: ClusterSettings, record: HostRecord) -> list[str]:
-    """CNI result-cache files of our network, log links into our home, empty folders."""
+    """CNI result-cache files of our sandboxes, log links into our home, empty folders."""
     notes = []
     results = Path("/var/lib/cni/results")
+    sandboxes = s.containerd_root / "io.containerd.grpc.v1.cri" / "sandboxes"
+    ids = [d.name for d in sandboxes.iterdir()] if sandboxes.is_dir() else []
     if results.is_dir():
-        for f in results.glob(f"{s.cni_network}-*"):
-            f.unlink(missing_ok=True)
+        # <network>-<sandbox id>-<interface>: our bridge network, and the loopback network
+        # containerd adds to every sandbox of ours (only stopped pods skip the CNI DEL).
+        for f in results.iterdir():
+            if f.name.startswith(f"{s.cni_network}-") or any(f"-{i}-" in f.name for i in ids):
+                f.unlink(missing_ok=True)
     links = Path("/var/log/containers")
     if links.is_dir():
         for link in links.iterdir():

@@ -62,9 +62,8 @@ def podman_has(ref: str) -> bool:
 def ensure_base() -> None:
     if not podman_has(BASE_IMAGE):
         raise ServiceError(
-            f"podman has no {BASE_IMAGE} image. No registry is reachable: the base is made "
-            "locally with debootstrap (the images build does it: `make images`), then "
-            "imported into podman under that name"
+            f"podman has no {BASE_IMAGE} image. No registry is reachable: the images build "
+            "makes the base locally with debootstrap and imports it into podman under that name"
         )
 
 

@@ -325,7 +325,8 @@ def down(s: ClusterSettings, log: Log = print, purge: bool = False) -> list[str]
         host.restore_sysctls(record)
         notes += host.remove_cgroups(record)
         notes += host.clean_host_dirs(s, record)
-        s.host_record.unlink()
+        if not notes:  # else kept: a second `down` retries what is left
+            s.host_record.unlink()
     # Per-run state: pod IP leases and the runtime's state folder.
     shutil.rmtree(s.home / "cni" / "ipam", ignore_errors=True)
     shutil.rmtree(s.containerd_state, ignore_errors=True)
