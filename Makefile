@@ -91,3 +91,4 @@ clean: down ## remove local state (.logberg); keeps .venv and .tools
 
 -include charts/k8s.mk
 -include eks/eks.mk
+-include charts/cluster.mk

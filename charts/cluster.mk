@@ -1,0 +1,31 @@
+# The local single-node Kubernetes cluster: the pinned release built from source, run as
+# plain processes (containerd, etcd, control plane, kubelet, kube-proxy, CoreDNS) on this
+# machine, hermetic. Needs root. Included by the root Makefile (`-include charts/cluster.mk`);
+# settings are LOGBERG_CLUSTER_* environment variables (see charts/README.md).
+
+CLUSTER_HOME    ?= $(LOGBERG_HOME)/cluster
+CLUSTER_CONTEXT ?= logberg-local
+CLUSTER_IMAGES  ?=
+CLUSTER_RUN = LOGBERG_CLUSTER_HOME=$(CLUSTER_HOME) LOGBERG_CLUSTER_CONTEXT=$(CLUSTER_CONTEXT) \
+	$(VENV)/bin/python -m logberg.platform.cluster
+
+.PHONY: cluster-build cluster-up cluster-down cluster-status cluster-load cluster-env
+
+cluster-build: $(VENV)/.installed ## build the pinned Kubernetes, etcd and CoreDNS into .tools (cached by version)
+	$(VENV)/bin/python -m logberg.platform.build.kube
+
+cluster-up: $(VENV)/.installed ## start the local cluster (builds on first use; idempotent; root)
+	$(CLUSTER_RUN) up
+
+cluster-down: ## stop the local cluster and undo every host change it made
+	$(CLUSTER_RUN) down
+
+cluster-status: ## components (pid, state, log), node and pods of the local cluster
+	$(CLUSTER_RUN) status
+
+cluster-load: ## import podman images into the local cluster: CLUSTER_IMAGES="name:tag ..."
+	@test -n "$(CLUSTER_IMAGES)" || { echo "error: set CLUSTER_IMAGES=\"name:tag ...\"" >&2; exit 2; }
+	$(CLUSTER_RUN) load $(CLUSTER_IMAGES)
+
+cluster-env: ## print KUBECONFIG and PATH (with the matching kubectl) lines, for eval
+	@$(CLUSTER_RUN) kubeconfig

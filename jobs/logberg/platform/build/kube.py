@@ -1,0 +1,428 @@
+"""Kubernetes, etcd and CoreDNS binaries for the local cluster, built from the Go module proxy.
+
+`go install k8s.io/kubernetes/cmd/...@v1.x` is refused: Kubernetes' go.mod replaces its
+staging modules (k8s.io/api, client-go, ...) with `./staging/...` paths. So we build from a
+small wrapper module of our own that requires k8s.io/kubernetes at the pin and maps every
+staging module to its published `v0.<minor>.<patch>` release. The same module holds a
+three-line etcd main (etcd's server at the version Kubernetes itself requires), so one
+`go build` compiles the shared dependencies once for all seven binaries.
+
+CoreDNS is built from a second wrapper with only the plugins the cluster's Corefile uses
+(no forward, no cloud back-ends): smaller, faster to build, and unable to send a query off
+the machine.
+
+The binaries land in a versioned cache: `$LOGBERG_TOOLS/kubernetes/<version>/bin` and
+`$LOGBERG_TOOLS/coredns/<version>/bin` (default LOGBERG_TOOLS: `.tools`, git-ignored). A
+complete cache (all binaries plus a stamp naming the exact recipe) is reused in seconds.
+
+    python -m logberg.platform.build.kube [--tools DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from logberg.errors import ConfigError, ServiceError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - the apache/spark images run Python 3.10
+    import tomli as tomllib
+
+KUBE_COMMANDS = (
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kubelet",
+    "kube-proxy",
+    "kubectl",
+)
+# Plugins compiled into CoreDNS; their order in the Corefile is CoreDNS's own
+# (dnsserver.Directives), not this tuple's.
+COREDNS_PLUGINS = (
+    "errors",
+    "health",
+    "ready",
+    "kubernetes",
+    "cache",
+    "loop",
+    "reload",
+    "loadbalance",
+)
+# Bump when the build recipe changes: a cache built by an older recipe is rebuilt.
+RECIPE = "2"
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class KubePins:
+    """The [kubernetes] section of versions.toml."""
+
+    version: str  # "1.36.4"
+    etcd: str
+    coredns: str
+    cni_plugins: str
+    kind_node_image: str
+
+    @property
+    def tag(self) -> str:
+        return f"v{self.version}"
+
+    @property
+    def minor(self) -> str:
+        return ".".join(self.version.split(".")[:2])
+
+    @property
+    def staging_tag(self) -> str:
+        """Published tag of the staging modules (k8s.io/client-go etc.): v0.<minor>.<patch>."""
+        _, minor, patch = self.version.split(".")
+        return f"v0.{minor}.{patch}"
+
+
+def kube_pins() -> KubePins:
+    raw = tomllib.loads(resources.files("logberg").joinpath("versions.toml").read_text())
+    k8s = raw["kubernetes"]
+    pins = KubePins(
+        version=k8s["version"],
+        etcd=k8s["etcd"],
+        coredns=k8s["coredns"],
+        cni_plugins=k8s["cni_plugins"],
+        kind_node_image=k8s["kind_node_image"],
+    )
+    if len(pins.version.split(".")) != 3 or pins.version.startswith("v"):
+        raise ConfigError(f"[kubernetes].version in versions.toml must be X.Y.Z: {pins.version}")
+    return pins
+
+
+@dataclass(frozen=True)
+class Binaries:
+    kube_bin: Path  # the six Kubernetes commands and etcd
+    coredns: Path
+
+    def __getitem__(self, name: str) -> Path:
+        return self.coredns if name == "coredns" else self.kube_bin / name
+
+
+def tools_dir() -> Path:
+    return Path(os.environ.get("LOGBERG_TOOLS", ".tools")).resolve()
+
+
+def kube_bin_dir(tools: Path, pins: KubePins) -> Path:
+    return tools / "kubernetes" / pins.version / "bin"
+
+
+def coredns_bin_dir(tools: Path, pins: KubePins) -> Path:
+    return tools / "coredns" / pins.coredns / "bin"
+
+
+def ensure_binaries(tools: Path | None = None, log: Log = print) -> Binaries:
+    """Build what is missing from the cache; return where the binaries are."""
+    tools = tools or tools_dir()
+    cached = cached_binaries(tools)
+    if cached is not None:
+        log(f"kubernetes and coredns binaries: cached in {tools}")
+        return cached
+    pins = kube_pins()
+    go = _go()
+    return Binaries(
+        kube_bin=_ensure_kubernetes(go, tools, pins, log),
+        coredns=_ensure_coredns(go, tools, pins, log) / "coredns",
+    )
+
+
+def cached_binaries(tools: Path | None = None) -> Binaries | None:
+    """The cached binaries if the cache is complete, without building anything."""
+    tools = tools or tools_dir()
+    pins = kube_pins()
+    kube, dns = kube_bin_dir(tools, pins), coredns_bin_dir(tools, pins)
+    if _complete(kube, _kube_key(pins), (*KUBE_COMMANDS, "etcd")) and _complete(
+        dns, _coredns_key(pins), ("coredns",)
+    ):
+        return Binaries(kube_bin=kube, coredns=dns / "coredns")
+    return None
+
+
+# -- Kubernetes + etcd ------------------------------------------------------------------------
+
+
+def _kube_key(pins: KubePins) -> str:
+    return json.dumps(
+        {"recipe": RECIPE, "kubernetes": pins.version, "etcd": pins.etcd, "cmds": KUBE_COMMANDS}
+    )
+
+
+def _ensure_kubernetes(go: str, tools: Path, pins: KubePins, log: Log) -> Path:
+    bindir = kube_bin_dir(tools, pins)
+    names = (*KUBE_COMMANDS, "etcd")
+    key = _kube_key(pins)
+    if _complete(bindir, key, names):
+        log(f"kubernetes {pins.tag}: cached in {bindir}")
+        return bindir
+    with _lock(bindir.parent):
+        if _complete(bindir, key, names):
+            return bindir
+        src = bindir.parent / "src"
+        started = time.monotonic()
+        log(f"kubernetes {pins.tag}: reading the staging modules from its go.mod")
+        info = _mod_download(go, f"k8s.io/kubernetes@{pins.tag}")
+        staging = _staging_modules(Path(info["GoMod"]))
+        go_line = _go_directive(Path(info["GoMod"]))
+        log(f"kubernetes {pins.tag}: wrapper module in {src} ({len(staging)} staging modules)")
+        _write_kube_module(src, pins, staging, go_line)
+        log("kubernetes: go mod tidy (downloads the dependencies on a fresh machine)")
+        _run([go, "mod", "tidy"], src, log)
+        etcd_got = _module_version(go, src, "go.etcd.io/etcd/server/v3")
+        if etcd_got != f"v{pins.etcd}":
+            raise ConfigError(
+                f"[kubernetes].etcd = {pins.etcd} in versions.toml, but Kubernetes {pins.tag} "
+                f"builds against etcd {etcd_got}; set the pin to {etcd_got.lstrip('v')}"
+            )
+        partial = bindir.with_name("bin.partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        packages = [f"k8s.io/kubernetes/cmd/{c}" for c in KUBE_COMMANDS] + ["./cmd/etcd"]
+        log(
+            f"kubernetes: go build {' '.join(names)} in one invocation "
+            "(cold: ~15-30 min on 2 cores; with a warm Go cache ~2 min)"
+        )
+        _run(
+            [
+                go,
+                "build",
+                "-trimpath",
+                "-o",
+                str(partial),
+                "-ldflags",
+                _ldflags(pins, info),
+                *packages,
+            ],
+            src,
+            log,
+        )
+        _install(partial, bindir, key)
+        log(f"kubernetes {pins.tag}: built in {time.monotonic() - started:.0f}s -> {bindir}")
+        return bindir
+
+
+def _staging_modules(gomod: Path) -> list[str]:
+    """The module paths Kubernetes' go.mod replaces with ./staging directories."""
+    mods = []
+    for line in gomod.read_text().splitlines():
+        left, sep, right = line.partition("=>")
+        if sep and right.strip().startswith("./staging/"):
+            mods.append(left.split()[-1])
+    if not mods:
+        raise ServiceError(f"no ./staging replace lines found in {gomod}")
+    return sorted(set(mods))
+
+
+def _go_directive(gomod: Path) -> str:
+    for line in gomod.read_text().splitlines():
+        if line.startswith("go "):
+            return line.split()[1]
+    raise ServiceError(f"no go directive in {gomod}")
+
+
+def _write_kube_module(src: Path, pins: KubePins, staging: list[str], go_line: str) -> None:
+    src.mkdir(parents=True, exist_ok=True)
+    replaces = "\n".join(f"\t{m} => {m} {pins.staging_tag}" for m in staging)
+    (src / "go.mod").write_text(
+        "// Generated by logberg.platform.build.kube: builds the pinned Kubernetes release.\n"
+        f"module logberg.local/kubebuild\n\ngo {go_line}\n\n"
+        f"require k8s.io/kubernetes {pins.tag}\n\nreplace (\n{replaces}\n)\n"
+    )
+    imports = "\n".join(f'\t_ "k8s.io/kubernetes/cmd/{c}"' for c in KUBE_COMMANDS)
+    (src / "tools.go").write_text(
+        f"//go:build tools\n\n// The commands we build, for go mod tidy.\npackage tools\n\n"
+        f"import (\n{imports}\n)\n"
+    )
+    etcd = src / "cmd" / "etcd"
+    etcd.mkdir(parents=True, exist_ok=True)
+    (etcd / "main.go").write_text(
+        "// etcd, from the server module Kubernetes itself requires.\npackage main\n\n"
+        'import (\n\t"os"\n\n\t"go.etcd.io/etcd/server/v3/etcdmain"\n)\n\n'
+        "func main() { etcdmain.Main(os.Args) }\n"
+    )
+    (src / "go.sum").unlink(missing_ok=True)
+
+
+def _ldflags(pins: KubePins, info: dict[str, str]) -> str:
+    """Version variables, as Kubernetes' own build sets them (else nodes report v0.0.0)."""
+    major, minor, _ = pins.version.split(".")
+    values = {
+        "gitVersion": pins.tag,
+        "gitMajor": major,
+        "gitMinor": minor,
+        "gitTreeState": "clean",
+        "buildDate": _release_time(info),
+    }
+    flags = ["-s", "-w"]
+    for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        flags += [f"-X '{pkg}.{k}={v}'" for k, v in values.items()]
+    return " ".join(flags)
+
+
+def _release_time(info: dict[str, str]) -> str:
+    try:
+        stamp = json.loads(Path(info["Info"]).read_text())["Time"]
+    except (KeyError, OSError, ValueError):
+        return "1970-01-01T00:00:00Z"
+    return str(stamp)
+
+
+# -- CoreDNS ----------------------------------------------------------------------------------
+
+
+def _coredns_key(pins: KubePins) -> str:
+    return json.dumps({"recipe": RECIPE, "coredns": pins.coredns, "plugins": COREDNS_PLUGINS})
+
+
+def _ensure_coredns(go: str, tools: Path, pins: KubePins, log: Log) -> Path:
+    bindir = coredns_bin_dir(tools, pins)
+    key = _coredns_key(pins)
+    if _complete(bindir, key, ("coredns",)):
+        log(f"coredns v{pins.coredns}: cached in {bindir}")
+        return bindir
+    with _lock(bindir.parent):
+        if _complete(bindir, key, ("coredns",)):
+            return bindir
+        started = time.monotonic()
+        src = bindir.parent / "src"
+        src.mkdir(parents=True, exist_ok=True)
+        info = _mod_download(go, f"github.com/coredns/coredns@v{pins.coredns}")
+        (src / "go.mod").write_text(
+            "// Generated by logberg.platform.build.kube: CoreDNS with the local cluster's "
+            f"plugins only.\nmodule logberg.local/corednsbuild\n\n"
+            f"go {_go_directive(Path(info['GoMod']))}\n\n"
+            f"require github.com/coredns/coredns v{pins.coredns}\n"
+        )
+        imports = "\n".join(f'\t_ "github.com/coredns/coredns/plugin/{p}"' for p in COREDNS_PLUGINS)
+        (src / "main.go").write_text(
+            "// CoreDNS with only the plugins listed here compiled in.\npackage main\n\n"
+            f'import (\n\t"github.com/coredns/coredns/coremain"\n\n{imports}\n)\n\n'
+            "func main() { coremain.Run() }\n"
+        )
+        (src / "go.sum").unlink(missing_ok=True)
+        log(f"coredns v{pins.coredns}: go mod tidy")
+        _run([go, "mod", "tidy"], src, log)
+        partial = bindir.with_name("bin.partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        log(f"coredns v{pins.coredns}: go build ({len(COREDNS_PLUGINS)} plugins)")
+        _run(
+            [go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(partial / "coredns"), "."],
+            src,
+            log,
+        )
+        _install(partial, bindir, key)
+        log(f"coredns v{pins.coredns}: built in {time.monotonic() - started:.0f}s -> {bindir}")
+        return bindir
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def _go() -> str:
+    go = shutil.which("go") or "/usr/local/go/bin/go"
+    if not Path(go).is_file():
+        raise ConfigError("Go not found: put `go` on the PATH (Kubernetes needs Go >= 1.26)")
+    return go
+
+
+def _env() -> dict[str, str]:
+    # GOTOOLCHAIN=auto: an older local Go fetches the toolchain go.mod asks for from the proxy.
+    return dict(os.environ, CGO_ENABLED="0", GOTOOLCHAIN="auto", GOFLAGS="-buildvcs=false")
+
+
+def _run(argv: list[str], cwd: Path, log: Log) -> None:
+    proc = subprocess.run(argv, cwd=cwd, env=_env(), capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ServiceError(
+            f"{' '.join(argv[:3])} failed in {cwd} (exit {proc.returncode}):\n"
+            f"{(proc.stderr or proc.stdout)[-4000:]}"
+        )
+
+
+def _mod_download(go: str, module: str) -> dict[str, str]:
+    proc = subprocess.run(
+        [go, "mod", "download", "-json", module], env=_env(), capture_output=True, text=True
+    )
+    try:
+        info: dict[str, str] = json.loads(proc.stdout)
+    except ValueError:
+        info = {"Error": proc.stderr}
+    if proc.returncode != 0 or "Error" in info:
+        raise ServiceError(f"go mod download {module} failed: {info.get('Error', proc.stderr)}")
+    return info
+
+
+def _module_version(go: str, src: Path, module: str) -> str:
+    proc = subprocess.run(
+        [go, "list", "-m", "-f", "{{.Version}}", module],
+        cwd=src,
+        env=_env(),
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        raise ServiceError(f"go list -m {module} failed: {proc.stderr}")
+    return proc.stdout.strip()
+
+
+def _complete(bindir: Path, key: str, names: tuple[str, ...]) -> bool:
+    stamp = bindir / ".built"
+    return (
+        stamp.is_file()
+        and stamp.read_text() == key
+        and all(os.access(bindir / n, os.X_OK) for n in names)
+    )
+
+
+def _install(partial: Path, bindir: Path, key: str) -> None:
+    (partial / ".built").write_text(key)
+    shutil.rmtree(bindir, ignore_errors=True)
+    partial.rename(bindir)
+
+
+@contextlib.contextmanager
+def _lock(folder: Path) -> Iterator[None]:
+    """One build per cache folder at a time (a second caller waits, then reuses it)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m logberg.platform.build.kube")
+    parser.add_argument("--tools", type=Path, help="cache root (default $LOGBERG_TOOLS or .tools)")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    try:
+        found = ensure_binaries(args.tools.resolve() if args.tools else None)
+    except (ConfigError, ServiceError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"kubernetes binaries: {found.kube_bin}\ncoredns: {found.coredns}")
+    print(f"done in {time.monotonic() - started:.0f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,128 @@
+"""The two infrastructure images the cluster needs (pause, CoreDNS), and loading images
+into the node's containerd.
+
+Both images build FROM the locally made `debian:bookworm-slim` with podman; their tag is a
+hash of everything in the build context, so a changed binary or Dockerfile is a new tag and
+containerd can never keep serving an old image under the same name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from logberg.errors import ConfigError, ServiceError
+from logberg.platform.cluster.procs import run
+
+REPO_IMAGES = Path(__file__).resolve().parents[4] / "images"
+BASE_IMAGE = "debian:bookworm-slim"
+PAUSE = "localhost/logberg-pause"
+COREDNS = "localhost/logberg-coredns"
+NAMESPACE = "k8s.io"  # containerd namespace of the CRI plugin
+
+Log = Callable[[str], None]
+
+
+def images_dir() -> Path:
+    if not (REPO_IMAGES / "pause" / "Dockerfile").is_file():
+        raise ConfigError(
+            f"images/ not found at {REPO_IMAGES}: run from a checkout of the repository"
+        )
+    return REPO_IMAGES
+
+
+def content_tag(context: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in context.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(context).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def podman_build(context: Path, ref: str) -> None:
+    """Build one image with podman. The one call the images builder will take over."""
+    run(
+        [
+            "podman", "--runtime", "runc", "build", "--pull=never",
+            "--ulimit", "nofile=65536:65536", "--ulimit", "nproc=65536:65536",
+            "-f", str(context / "Dockerfile"), "-t", ref, str(context),
+        ],
+        timeout=900,
+    )  # fmt: skip
+
+
+def podman_has(ref: str) -> bool:
+    return subprocess.run(["podman", "image", "exists", ref], capture_output=True).returncode == 0
+
+
+def ensure_base() -> None:
+    if not podman_has(BASE_IMAGE):
+        raise ServiceError(
+            f"podman has no {BASE_IMAGE} image. No registry is reachable: the images build "
+            "makes the base locally with debootstrap and imports it into podman under that name"
+        )
+
+
+def build_pause(log: Log) -> str:
+    src = images_dir() / "pause"
+    with tempfile.TemporaryDirectory(prefix="logberg-pause-") as tmp:
+        ctx = Path(tmp)
+        shutil.copy(src / "Dockerfile", ctx / "Dockerfile")
+        run(
+            ["gcc", "-static", "-Os", "-s", "-Wall", "-Wextra", "-Werror",
+             "-o", str(ctx / "pause"), str(src / "pause.c")]
+        )  # fmt: skip
+        return _build(ctx, PAUSE, log)
+
+
+def build_coredns(coredns_binary: Path, log: Log) -> str:
+    src = images_dir() / "coredns"
+    with tempfile.TemporaryDirectory(prefix="logberg-coredns-") as tmp:
+        ctx = Path(tmp)
+        shutil.copy(src / "Dockerfile", ctx / "Dockerfile")
+        shutil.copy(coredns_binary, ctx / "coredns")
+        return _build(ctx, COREDNS, log)
+
+
+def _build(ctx: Path, name: str, log: Log) -> str:
+    ref = f"{name}:{content_tag(ctx)}"
+    if podman_has(ref):
+        log(f"image {ref}: present")
+        return ref
+    ensure_base()
+    log(f"image {ref}: podman build")
+    podman_build(ctx, ref)
+    return ref
+
+
+# -- containerd -------------------------------------------------------------------------------
+
+
+def ctr(socket: Path, *args: str, timeout: float = 300) -> str:
+    return run(["ctr", "--address", str(socket), "-n", NAMESPACE, *args], timeout=timeout)
+
+
+def containerd_has(socket: Path, ref: str) -> bool:
+    return ref in ctr(socket, "images", "ls", "-q").split()
+
+
+def load(socket: Path, refs: list[str], log: Log) -> None:
+    """Import podman images into containerd (skipping those it already has)."""
+    for ref in refs:
+        full = ref if "/" in ref.split(":")[0] else f"localhost/{ref}"
+        if containerd_has(socket, full):
+            log(f"image {full}: already in the node")
+            continue
+        if not podman_has(full):
+            raise ConfigError(f"image {ref} not found in podman (podman images)")
+        with tempfile.TemporaryDirectory(prefix="logberg-load-") as tmp:
+            archive = Path(tmp) / "image.tar"
+            run(["podman", "save", "--format", "docker-archive", "-o", str(archive), full], 900)
+            log(f"image {full}: importing into containerd")
+            ctr(socket, "images", "import", str(archive), timeout=900)
+        if not containerd_has(socket, full):
+            raise ServiceError(f"ctr images import did not register {full}")

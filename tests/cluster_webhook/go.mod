@@ -1,0 +1,3 @@
+module logberg.test/webhook
+
+go 1.22

@@ -1,0 +1,71 @@
+"""The local cluster's settings fail fast, naming the setting, before anything is built or
+started. No cluster needed (the taken-port case needs root to get past the preflight)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+
+def cluster_cli(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    full = dict(os.environ, LOGBERG_CLUSTER_HOME=str(tmp_path / "cluster"), **env)
+    return subprocess.run(
+        [sys.executable, "-m", "logberg.platform.cluster", *args],
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("LOGBERG_CLUSTER_POD_CIDR", "10.244.0.0/28"),
+        ("LOGBERG_CLUSTER_POD_CIDR", "8.8.0.0/16"),
+        ("LOGBERG_CLUSTER_SERVICE_CIDR", "not-a-cidr"),
+        ("LOGBERG_CLUSTER_SERVICE_CIDR", "10.244.0.0/16"),  # overlaps the pod range
+        ("LOGBERG_CLUSTER_API_PORT", "70000"),
+        ("LOGBERG_CLUSTER_ETCD_PORT", "x"),
+        ("LOGBERG_CLUSTER_BRIDGE", "Bad-Name"),
+        ("LOGBERG_CLUSTER_NODE", "Not_A_Label"),
+    ],
+)
+def test_a_bad_setting_fails_fast_and_names_itself(
+    tmp_path: Path, setting: str, value: str
+) -> None:
+    proc = cluster_cli(tmp_path, "up", **{setting: value})
+    assert proc.returncode == 2
+    assert setting in proc.stderr, proc.stderr
+    assert not (tmp_path / "cluster").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the preflight before the port check needs root")
+def test_a_taken_apiserver_port_fails_fast_and_names_the_setting(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = cluster_cli(tmp_path, "up", LOGBERG_CLUSTER_API_PORT=str(port))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"port {port}" in proc.stderr and "LOGBERG_CLUSTER_API_PORT" in proc.stderr
+    assert not (tmp_path / "cluster" / "host-record.json").exists()
+    assert "starting" not in proc.stdout
+
+
+def test_one_kubernetes_minor_for_the_cluster_and_kind() -> None:
+    import tomllib
+
+    k8s = tomllib.loads((REPO / "jobs" / "logberg" / "versions.toml").read_text())["kubernetes"]
+    minor = ".".join(k8s["version"].split(".")[:2])
+    tag = k8s["kind_node_image"].split(":", 1)[1].split("@")[0]
+    assert tag.startswith(f"v{minor}."), (tag, minor)
+    assert "@sha256:" in k8s["kind_node_image"], "pin the kind node image by digest"
