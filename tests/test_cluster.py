@@ -636,7 +636,7 @@ def test_pods_cannot_reach_outside_and_nothing_leaves_the_machine(
     try:
         ns = unique("hermetic")
         cluster.kubectl("create", "namespace", ns)
-        empty = {
+        empty: dict[str, object] = {
             "apiVersion": "v1",
             "kind": "Service",
             "metadata": {"name": "nobody", "namespace": ns},
