@@ -7,14 +7,14 @@ CLUSTER_HOME    ?= $(LOGBERG_HOME)/cluster
 CLUSTER_CONTEXT ?= logberg-local
 CLUSTER_IMAGES  ?=
 CLUSTER_RUN = LOGBERG_CLUSTER_HOME=$(CLUSTER_HOME) LOGBERG_CLUSTER_CONTEXT=$(CLUSTER_CONTEXT) \
-	$(VENV)/bin/python -m logberg.platform.cluster
+	$(VENV)/bin/logberg cluster
 
 .PHONY: cluster-build cluster-up cluster-down cluster-status cluster-load cluster-env
 
 cluster-build: $(VENV)/.installed ## build the pinned Kubernetes, etcd and CoreDNS into .tools (cached by version)
-	$(VENV)/bin/python -m logberg.platform.build.kube
+	$(VENV)/bin/logberg setup kubernetes
 
-cluster-up: $(VENV)/.installed ## start the local cluster (builds on first use; idempotent; root)
+cluster-up: cluster-build ## start the local cluster (builds on first use; idempotent; root)
 	$(CLUSTER_RUN) up
 
 cluster-down: ## stop the local cluster and undo every host change it made

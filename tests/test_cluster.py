@@ -1,7 +1,7 @@
 """The local single-node Kubernetes cluster, for real: one cluster for the whole module,
-brought up through `python -m logberg.platform.cluster up` (building the pinned binaries
-if the cache is cold) and taken down by the last test, which checks that the host is as
-it was before `up`.
+brought up through `logberg cluster up` (after `logberg setup kubernetes`, which builds
+the pinned binaries if the cache is cold) and taken down by the last test, which checks
+that the host is as it was before `up`.
 
 Needs root, containerd, runc, podman with the local debian:bookworm-slim base: skipped with
 the reason otherwise. The tests run in file order; the last one tears the cluster down.
@@ -58,7 +58,7 @@ class Cluster:
 
     def cli(self, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "logberg.platform.cluster", *args],
+            [sys.executable, "-m", "logberg.cli", "cluster", *args],
             env=self.env,
             capture_output=True,
             text=True,
@@ -163,6 +163,15 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     before = host_picture()
     c = Cluster(env=env, home=home, kubectl_bin=Path(), before=before, up_output="")
     started = time.monotonic()
+    built = subprocess.run(
+        [sys.executable, "-m", "logberg.cli", "setup", "kubernetes"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        cwd=REPO,
+    )
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     proc = c.cli("up")
     c.up_output = proc.stdout
     print(f"\ncluster up in {time.monotonic() - started:.0f}s\n{proc.stdout[-3000:]}")

@@ -17,7 +17,7 @@ from tests.conftest import REPO
 def cluster_cli(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     full = dict(os.environ, LOGBERG_CLUSTER_HOME=str(tmp_path / "cluster"), **env)
     return subprocess.run(
-        [sys.executable, "-m", "logberg.platform.cluster", *args],
+        [sys.executable, "-m", "logberg.cli", "cluster", *args],
         env=full,
         capture_output=True,
         text=True,

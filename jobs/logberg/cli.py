@@ -342,6 +342,32 @@ def cmd_rollback(a: argparse.Namespace) -> int:
     return 0
 
 
+# ---- the local Kubernetes cluster ---------------------------------------------------------
+
+
+def cmd_cluster(a: argparse.Namespace) -> int:
+    from logberg.platform.cluster import lifecycle
+    from logberg.platform.cluster.settings import ClusterSettings
+
+    def progress(msg: str) -> None:
+        print(msg, flush=True)
+
+    s = ClusterSettings.from_env()
+    if a.action == "up":
+        lifecycle.up(s, progress)
+    elif a.action == "down":
+        return 1 if lifecycle.down(s, progress, purge=a.purge) else 0
+    elif a.action == "status":
+        print(lifecycle.status(s))
+    elif a.action == "load":
+        if not a.images:
+            raise ConfigError("cluster load: name at least one image (name:tag)")
+        lifecycle.load(s, a.images, progress)
+    else:
+        print(lifecycle.env_lines(s))
+    return 0
+
+
 # ---- setup (build tooling; never reached by a job) ----------------------------------------
 
 
@@ -357,6 +383,11 @@ def cmd_setup(a: argparse.Namespace) -> int:
         from logberg.platform.build import cds
 
         print(f"class archive ready: {cds.build(s)}")
+    elif a.what == "kubernetes":
+        from logberg.platform.build import kube
+
+        found = kube.ensure_binaries(s.tools, lambda msg: print(msg, flush=True))
+        print(f"kubernetes binaries: {found.kube_bin}\ncoredns: {found.coredns}")
     else:
         from logberg.platform.build import tools
 
@@ -487,8 +518,23 @@ def build_parser() -> argparse.ArgumentParser:
     to.add_argument("--to", type=int, metavar="SNAPSHOT_ID", help="rollback_to_snapshot")
     to.add_argument("--to-timestamp", metavar="TS", help="rollback_to_timestamp (ISO, UTC)")
 
+    cp = command(
+        "cluster",
+        cmd_cluster,
+        "the local single-node Kubernetes cluster (root; settings LOGBERG_CLUSTER_*)",
+    )
+    cp.add_argument(
+        "action",
+        choices=["up", "down", "status", "load", "kubeconfig"],
+        help="up: build if needed, start, wait until ready (idempotent); down: stop and undo "
+        "every host change; load: import podman images into the node; kubeconfig: print "
+        "KUBECONFIG and PATH lines for eval",
+    )
+    cp.add_argument("images", nargs="*", help="load: name:tag ...")
+    cp.add_argument("--purge", action="store_true", help="down: also delete the cluster home")
+
     sp = command("setup", cmd_setup, "build what local runs need (make setup runs these)")
-    sp.add_argument("what", choices=["jars", "cds", "tools"])
+    sp.add_argument("what", choices=["jars", "cds", "tools", "kubernetes"])
     sp.add_argument("names", nargs="*", help="tools: versitygw, helm (default both)")
     return p
 

@@ -14,6 +14,31 @@ else:  # the apache/spark images run Python 3.10
 
 
 @dataclass(frozen=True)
+class KubePins:
+    """The [kubernetes] section of versions.toml: one minor for kind, the local cluster, EKS."""
+
+    version: str  # "1.36.4"
+    etcd: str
+    coredns: str
+    cni_plugins: str
+    kind_node_image: str
+
+    @property
+    def tag(self) -> str:
+        return f"v{self.version}"
+
+    @property
+    def minor(self) -> str:
+        return ".".join(self.version.split(".")[:2])
+
+    @property
+    def staging_tag(self) -> str:
+        """Published tag of the staging modules (k8s.io/client-go etc.): v0.<minor>.<patch>."""
+        _, minor, patch = self.version.split(".")
+        return f"v0.{minor}.{patch}"
+
+
+@dataclass(frozen=True)
 class Pins:
     spark: str
     scala: str
@@ -27,6 +52,7 @@ class Pins:
     versitygw: str
     spark_operator_chart: str
     kind_node_image: str
+    kube: KubePins
 
     @property
     def spark_minor(self) -> str:
@@ -56,4 +82,11 @@ def pins() -> Pins:
         versitygw=raw["s3"]["versitygw"],
         spark_operator_chart=raw["kubernetes"]["spark_operator_chart"],
         kind_node_image=raw["kubernetes"]["kind_node_image"],
+        kube=KubePins(
+            version=raw["kubernetes"]["version"],
+            etcd=raw["kubernetes"]["etcd"],
+            coredns=raw["kubernetes"]["coredns"],
+            cni_plugins=raw["kubernetes"]["cni_plugins"],
+            kind_node_image=raw["kubernetes"]["kind_node_image"],
+        ),
     )

@@ -15,12 +15,11 @@ The binaries land in a versioned cache: `$LOGBERG_TOOLS/kubernetes/<version>/bin
 `$LOGBERG_TOOLS/coredns/<version>/bin` (default LOGBERG_TOOLS: `.tools`, git-ignored). A
 complete cache (all binaries plus a stamp naming the exact recipe) is reused in seconds.
 
-    python -m logberg.platform.build.kube [--tools DIR]
+`make cluster-build` (`logberg setup kubernetes`) runs `ensure_binaries`.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import fcntl
 import json
@@ -30,102 +29,30 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 from logberg.errors import ConfigError, ServiceError
+from logberg.platform.cluster.binaries import (
+    COREDNS_PLUGINS,
+    KUBE_COMMANDS,
+    Binaries,
+    cached_binaries,
+    complete,
+    coredns_bin_dir,
+    coredns_key,
+    kube_bin_dir,
+    kube_key,
+    kube_pins,
+    tools_dir,
+)
+from logberg.versions import KubePins
 
 if sys.version_info >= (3, 11):
-    import tomllib
+    pass
 else:  # pragma: no cover - the apache/spark images run Python 3.10
-    import tomli as tomllib
-
-KUBE_COMMANDS = (
-    "kube-apiserver",
-    "kube-controller-manager",
-    "kube-scheduler",
-    "kubelet",
-    "kube-proxy",
-    "kubectl",
-)
-# Plugins compiled into CoreDNS; their order in the Corefile is CoreDNS's own
-# (dnsserver.Directives), not this tuple's.
-COREDNS_PLUGINS = (
-    "errors",
-    "health",
-    "ready",
-    "kubernetes",
-    "cache",
-    "loop",
-    "reload",
-    "loadbalance",
-)
-# Bump when the build recipe changes: a cache built by an older recipe is rebuilt.
-RECIPE = "2"
+    pass
 
 Log = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class KubePins:
-    """The [kubernetes] section of versions.toml."""
-
-    version: str  # "1.36.4"
-    etcd: str
-    coredns: str
-    cni_plugins: str
-    kind_node_image: str
-
-    @property
-    def tag(self) -> str:
-        return f"v{self.version}"
-
-    @property
-    def minor(self) -> str:
-        return ".".join(self.version.split(".")[:2])
-
-    @property
-    def staging_tag(self) -> str:
-        """Published tag of the staging modules (k8s.io/client-go etc.): v0.<minor>.<patch>."""
-        _, minor, patch = self.version.split(".")
-        return f"v0.{minor}.{patch}"
-
-
-def kube_pins() -> KubePins:
-    raw = tomllib.loads(resources.files("logberg").joinpath("versions.toml").read_text())
-    k8s = raw["kubernetes"]
-    pins = KubePins(
-        version=k8s["version"],
-        etcd=k8s["etcd"],
-        coredns=k8s["coredns"],
-        cni_plugins=k8s["cni_plugins"],
-        kind_node_image=k8s["kind_node_image"],
-    )
-    if len(pins.version.split(".")) != 3 or pins.version.startswith("v"):
-        raise ConfigError(f"[kubernetes].version in versions.toml must be X.Y.Z: {pins.version}")
-    return pins
-
-
-@dataclass(frozen=True)
-class Binaries:
-    kube_bin: Path  # the six Kubernetes commands and etcd
-    coredns: Path
-
-    def __getitem__(self, name: str) -> Path:
-        return self.coredns if name == "coredns" else self.kube_bin / name
-
-
-def tools_dir() -> Path:
-    return Path(os.environ.get("LOGBERG_TOOLS", ".tools")).resolve()
-
-
-def kube_bin_dir(tools: Path, pins: KubePins) -> Path:
-    return tools / "kubernetes" / pins.version / "bin"
-
-
-def coredns_bin_dir(tools: Path, pins: KubePins) -> Path:
-    return tools / "coredns" / pins.coredns / "bin"
 
 
 def ensure_binaries(tools: Path | None = None, log: Log = print) -> Binaries:
@@ -143,36 +70,18 @@ def ensure_binaries(tools: Path | None = None, log: Log = print) -> Binaries:
     )
 
 
-def cached_binaries(tools: Path | None = None) -> Binaries | None:
-    """The cached binaries if the cache is complete, without building anything."""
-    tools = tools or tools_dir()
-    pins = kube_pins()
-    kube, dns = kube_bin_dir(tools, pins), coredns_bin_dir(tools, pins)
-    if _complete(kube, _kube_key(pins), (*KUBE_COMMANDS, "etcd")) and _complete(
-        dns, _coredns_key(pins), ("coredns",)
-    ):
-        return Binaries(kube_bin=kube, coredns=dns / "coredns")
-    return None
-
-
 # -- Kubernetes + etcd ------------------------------------------------------------------------
-
-
-def _kube_key(pins: KubePins) -> str:
-    return json.dumps(
-        {"recipe": RECIPE, "kubernetes": pins.version, "etcd": pins.etcd, "cmds": KUBE_COMMANDS}
-    )
 
 
 def _ensure_kubernetes(go: str, tools: Path, pins: KubePins, log: Log) -> Path:
     bindir = kube_bin_dir(tools, pins)
     names = (*KUBE_COMMANDS, "etcd")
-    key = _kube_key(pins)
-    if _complete(bindir, key, names):
+    key = kube_key(pins)
+    if complete(bindir, key, names):
         log(f"kubernetes {pins.tag}: cached in {bindir}")
         return bindir
     with _lock(bindir.parent):
-        if _complete(bindir, key, names):
+        if complete(bindir, key, names):
             return bindir
         src = bindir.parent / "src"
         started = time.monotonic()
@@ -286,18 +195,14 @@ def _release_time(info: dict[str, str]) -> str:
 # -- CoreDNS ----------------------------------------------------------------------------------
 
 
-def _coredns_key(pins: KubePins) -> str:
-    return json.dumps({"recipe": RECIPE, "coredns": pins.coredns, "plugins": COREDNS_PLUGINS})
-
-
 def _ensure_coredns(go: str, tools: Path, pins: KubePins, log: Log) -> Path:
     bindir = coredns_bin_dir(tools, pins)
-    key = _coredns_key(pins)
-    if _complete(bindir, key, ("coredns",)):
+    key = coredns_key(pins)
+    if complete(bindir, key, ("coredns",)):
         log(f"coredns v{pins.coredns}: cached in {bindir}")
         return bindir
     with _lock(bindir.parent):
-        if _complete(bindir, key, ("coredns",)):
+        if complete(bindir, key, ("coredns",)):
             return bindir
         started = time.monotonic()
         src = bindir.parent / "src"
@@ -382,15 +287,6 @@ def _module_version(go: str, src: Path, module: str) -> str:
     return proc.stdout.strip()
 
 
-def _complete(bindir: Path, key: str, names: tuple[str, ...]) -> bool:
-    stamp = bindir / ".built"
-    return (
-        stamp.is_file()
-        and stamp.read_text() == key
-        and all(os.access(bindir / n, os.X_OK) for n in names)
-    )
-
-
 def _install(partial: Path, bindir: Path, key: str) -> None:
     (partial / ".built").write_text(key)
     shutil.rmtree(bindir, ignore_errors=True)
@@ -407,22 +303,3 @@ def _lock(folder: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m logberg.platform.build.kube")
-    parser.add_argument("--tools", type=Path, help="cache root (default $LOGBERG_TOOLS or .tools)")
-    args = parser.parse_args(argv)
-    started = time.monotonic()
-    try:
-        found = ensure_binaries(args.tools.resolve() if args.tools else None)
-    except (ConfigError, ServiceError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    print(f"kubernetes binaries: {found.kube_bin}\ncoredns: {found.coredns}")
-    print(f"done in {time.monotonic() - started:.0f}s")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

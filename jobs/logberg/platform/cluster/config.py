@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from logberg.platform.build.kube import Binaries
+from logberg.platform.cluster.binaries import Binaries
 from logberg.platform.cluster.settings import ClusterSettings
 
 RUNC = "/usr/sbin/runc"

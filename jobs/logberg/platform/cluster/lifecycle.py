@@ -24,14 +24,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from logberg.errors import ConfigError, ServiceError
-from logberg.platform.build.kube import (
+from logberg.platform.cluster import addons, config, host, images
+from logberg.platform.cluster.binaries import (
     Binaries,
     cached_binaries,
-    ensure_binaries,
     kube_bin_dir,
     kube_pins,
+    required_binaries,
 )
-from logberg.platform.cluster import addons, config, host, images
 from logberg.platform.cluster.dns import query_a
 from logberg.platform.cluster.pki import ensure_pki, write_kubeconfigs
 from logberg.platform.cluster.procs import Component, processes_with, run, terminate
@@ -228,7 +228,7 @@ def up(s: ClusterSettings, log: Log = print) -> None:
         return
     # Ports before a (possibly long) first build: fail fast, naming the setting.
     check_ports(s, components(s, cached))
-    b = ensure_binaries(s.tools, log)
+    b = required_binaries(s.tools)
     comps = components(s, b)
     host.record_host(s)
     if ensure_pki(s):

@@ -1,0 +1,107 @@
+"""Where the local cluster's binaries are: Kubernetes, etcd and CoreDNS at the pinned
+versions, in the versioned cache `make cluster-build` (`logberg setup kubernetes`,
+logberg.platform.build.kube) fills. Found here, never built here."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from logberg.errors import ConfigError
+from logberg.versions import KubePins, pins
+
+BUILD_HINT = "run `make cluster-build` (logberg setup kubernetes)"
+KUBE_COMMANDS = (
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kubelet",
+    "kube-proxy",
+    "kubectl",
+)
+# Plugins compiled into CoreDNS; their order in the Corefile is CoreDNS's own
+# (dnsserver.Directives), not this tuple's.
+COREDNS_PLUGINS = (
+    "errors",
+    "health",
+    "ready",
+    "kubernetes",
+    "cache",
+    "loop",
+    "reload",
+    "loadbalance",
+)
+# Bump when the build recipe changes: a cache built by an older recipe is rebuilt.
+RECIPE = "2"
+
+
+def kube_pins() -> KubePins:
+    k = pins().kube
+    if len(k.version.split(".")) != 3 or k.version.startswith("v"):
+        raise ConfigError(f"[kubernetes].version in versions.toml must be X.Y.Z: {k.version}")
+    return k
+
+
+@dataclass(frozen=True)
+class Binaries:
+    kube_bin: Path  # the six Kubernetes commands and etcd
+    coredns: Path
+
+    def __getitem__(self, name: str) -> Path:
+        return self.coredns if name == "coredns" else self.kube_bin / name
+
+
+def tools_dir() -> Path:
+    return Path(os.environ.get("LOGBERG_TOOLS", ".tools")).resolve()
+
+
+def kube_bin_dir(tools: Path, pins: KubePins) -> Path:
+    return tools / "kubernetes" / pins.version / "bin"
+
+
+def coredns_bin_dir(tools: Path, pins: KubePins) -> Path:
+    return tools / "coredns" / pins.coredns / "bin"
+
+
+def cached_binaries(tools: Path | None = None) -> Binaries | None:
+    """The cached binaries if the cache is complete, without building anything."""
+    tools = tools or tools_dir()
+    pins = kube_pins()
+    kube, dns = kube_bin_dir(tools, pins), coredns_bin_dir(tools, pins)
+    if complete(kube, kube_key(pins), (*KUBE_COMMANDS, "etcd")) and complete(
+        dns, coredns_key(pins), ("coredns",)
+    ):
+        return Binaries(kube_bin=kube, coredns=dns / "coredns")
+    return None
+
+
+def required_binaries(tools: Path | None = None) -> Binaries:
+    """The cached binaries, or a ConfigError saying how to build them."""
+    found = cached_binaries(tools)
+    if found is None:
+        raise ConfigError(
+            f"the local cluster's Kubernetes {kube_pins().version} binaries are not built "
+            f"under {tools or tools_dir()} (LOGBERG_TOOLS): {BUILD_HINT}"
+        )
+    return found
+
+
+def kube_key(pins: KubePins) -> str:
+    return json.dumps(
+        {"recipe": RECIPE, "kubernetes": pins.version, "etcd": pins.etcd, "cmds": KUBE_COMMANDS}
+    )
+
+
+def coredns_key(pins: KubePins) -> str:
+    return json.dumps({"recipe": RECIPE, "coredns": pins.coredns, "plugins": COREDNS_PLUGINS})
+
+
+def complete(bindir: Path, key: str, names: tuple[str, ...]) -> bool:
+    stamp = bindir / ".built"
+    return (
+        stamp.is_file()
+        and stamp.read_text() == key
+        and all(os.access(bindir / n, os.X_OK) for n in names)
+    )
