@@ -26,7 +26,6 @@ SKIP = {s.strip() for s in os.environ.get("BENCH_SKIP", "").split(",") if s.stri
 RESULTS = Path(os.environ.get("BENCH_RESULTS") or BENCH_DIR / "results" / "latest.json")
 
 
-
 class Sizes(TypedDict):
     """(num_files, lines_per_file) per dataset, and the generator's line count."""
 
