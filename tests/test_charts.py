@@ -817,8 +817,11 @@ def test_examples_are_plain_spark_applications_matching_the_chart(path: Path) ->
 
 
 def _make_targets() -> set[str]:
+    """Targets of the Makefile and of every file it includes."""
+    makefile = REPO / "Makefile"
+    included = re.findall(r"^-?include\s+(\S+)", makefile.read_text(), re.M)
     targets: set[str] = set()
-    for mk in (REPO / "Makefile", CHARTS / "k8s.mk"):
+    for mk in (makefile, *(REPO / name for name in included)):
         targets |= set(re.findall(r"^([A-Za-z0-9_.-]+):", mk.read_text(), re.M))
     return targets
 
