@@ -194,7 +194,9 @@ INGEST_RUNS = Table(
     cols(
         "run_id STRING!, started_at TIMESTAMP, finished_at TIMESTAMP, files INT, "
         "lines_read BIGINT, accepted BIGINT, rejected BIGINT, bytes BIGINT, "
-        "duration_s DOUBLE, snapshot_id BIGINT, dates ARRAY<DATE>, status STRING"
+        "duration_s DOUBLE, snapshot_id BIGINT, dates ARRAY<DATE>, status STRING, "
+        "replaced_concurrent INT",
+        replaced_concurrent="files another writer had committed; this run replaced them",
     ),
     properties=UNSHUFFLED,
 )
@@ -255,7 +257,9 @@ ANALYTICS_RUNS = Table(
     "analytics_runs",
     cols(
         "run_id STRING, started_at TIMESTAMP, finished_at TIMESTAMP, "
-        "ingest_run_ids ARRAY<STRING>, dates ARRAY<DATE>, weeks ARRAY<DATE>, duration_s DOUBLE"
+        "ingest_run_ids ARRAY<STRING>, dates ARRAY<DATE>, weeks ARRAY<DATE>, duration_s DOUBLE, "
+        "source_snapshot_id BIGINT",
+        source_snapshot_id="the access_logs snapshot every table of this run was computed from",
     ),
 )
 

@@ -9,6 +9,14 @@ from pyspark.sql import SparkSession
 from logberg.lakehouse.schema import DATABASE, Table, properties_sql
 from logberg.lakehouse.session import CATALOG
 
+# Iceberg commit conflicts, as they surface through Py4J / Spark's error conversion.
+CONFLICT_MARKERS = ("CommitFailedException", "ValidationException", "Cannot commit rewrite")
+
+
+def is_commit_conflict(error: BaseException) -> bool:
+    """Another writer committed first in a way this commit may not ignore: retry it."""
+    return any(marker in str(error) for marker in CONFLICT_MARKERS)
+
 
 def qualified(spark: SparkSession, table: Table | str) -> str:
     """`catalog.nginx_logs.t` in the session's current catalog (for DataFrameWriterV2)."""
@@ -26,7 +34,13 @@ def existing(spark: SparkSession) -> set[str]:
 
 
 def upgrade(spark: SparkSession, table: Table) -> None:
-    """Bring a table made by an older logberg to today's write properties (once)."""
+    """Bring a table made by an older logberg to today's definition: columns added since
+    (nullable, at the end: Iceberg schema evolution, no data rewritten) and today's write
+    properties."""
+    columns = set(spark.table(qualified(spark, table)).columns)
+    added = [c for c in table.columns if c.name not in columns]
+    if added:
+        spark.sql(f"ALTER TABLE {table} ADD COLUMNS ({', '.join(c.ddl() for c in added)})")
     have = {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
     want = table.all_properties()
     missing = {k: v for k, v in want.items() if have.get(k) != v}

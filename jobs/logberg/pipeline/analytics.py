@@ -181,6 +181,19 @@ def pending_ingest_days(spark: SparkSession) -> tuple[list[str], set[dt.date]]:
     return [r.run_id for r in rows], days
 
 
+def current_snapshot(spark: SparkSession, table: Table) -> int | None:
+    """The table's current snapshot (None while it has none)."""
+    rows = spark.sql(f"SELECT snapshot_id FROM {table}.refs WHERE name = 'main'").collect()
+    return int(rows[0][0]) if rows else None
+
+
+def read_at(spark: SparkSession, table: Table, snapshot: int | None) -> DataFrame:
+    reader = spark.read
+    if snapshot is not None:
+        reader = reader.option("versionAsOf", str(snapshot))
+    return reader.table(qualified(spark, table))
+
+
 def _write(spark: SparkSession, df: DataFrame, table: Table) -> None:
     df.withColumn("processed_timestamp", F.current_timestamp()).select(*table.names).writeTo(
         qualified(spark, table)
@@ -192,18 +205,20 @@ def analytics(spark: SparkSession, cfg: AnalyticsConfig) -> AnalyticsResult:
     t0 = time.monotonic()
     started = dt.datetime.now(dt.timezone.utc)
     humans = (DAILY_TOP_IPS_HUMANS, WEEKLY_TOP_IPS_HUMANS) if cfg.exclude_bots else ()
-    tables.ensure(spark, (*INGEST_TABLES, *GOLD, *humans, ANALYTICS_RUNS))
+    tables.ensure(spark, (*INGEST_TABLES, *GOLD, *humans, ANALYTICS_RUNS), (ANALYTICS_RUNS,))
+    # The runs first, then the snapshot: a run's row is written after its data commit, so
+    # the snapshot holds every pending run's rows. Every read below is of that one snapshot,
+    # so an ingest committing meanwhile never shows up half in the tables.
     run_ids, days = pending_ingest_days(spark)
+    snapshot = current_snapshot(spark, ACCESS_LOGS)
+    logs = read_at(spark, ACCESS_LOGS, snapshot)
     if cfg.full or cfg.since:
-        where = f"WHERE date >= {sql.date_literal(cfg.since)}" if cfg.since else ""
-        days |= {
-            r.date for r in spark.sql(f"SELECT DISTINCT date FROM {ACCESS_LOGS} {where}").collect()
-        }
+        since = logs.where(F.col("date") >= F.lit(cfg.since)) if cfg.since else logs
+        days |= {r.date for r in since.select("date").distinct().collect()}
     days |= set(cfg.dates)
     days = {d for d in days if d is not None}
     weeks = {week_start(d) for d in days}
     if days:
-        logs = spark.table(qualified(spark, ACCESS_LOGS))
         day_logs = logs.where(sql.dates_in("date", days))
         week_logs = logs.where(sql.dates_in("date", week_days(weeks)))
         _write(spark, daily_top_ips(day_logs, cfg.top_n), DAILY_TOP_IPS)
@@ -226,6 +241,7 @@ def analytics(spark: SparkSession, cfg: AnalyticsConfig) -> AnalyticsResult:
             sorted(days),
             sorted(weeks),
             duration,
+            snapshot,
         )
         spark.createDataFrame([row], ANALYTICS_RUNS.struct()).writeTo(
             qualified(spark, ANALYTICS_RUNS)

@@ -34,8 +34,6 @@ log = logging.getLogger(__name__)
 MIN_ORPHAN_MARGIN_DAYS = 3.0
 MB = 1024 * 1024
 TABLE_NAME = re.compile(r"^(?:nginx_logs\.)?([A-Za-z_][A-Za-z0-9_]*)$")
-# Iceberg commit conflicts, as they surface through Py4J / Spark's error conversion.
-CONFLICT_MARKERS = ("CommitFailedException", "ValidationException", "Cannot commit rewrite")
 
 T = TypeVar("T")
 
@@ -102,11 +100,6 @@ def rewrite_options(cfg: MaintainConfig) -> dict[str, str]:
         "partial-progress.enabled": "true",
         "partial-progress.max-commits": "10",
     }
-
-
-def is_conflict(error: BaseException) -> bool:
-    text = str(error)
-    return any(marker in text for marker in CONFLICT_MARKERS)
 
 
 def utc_now() -> dt.datetime:
@@ -203,7 +196,7 @@ def with_retries(step: Callable[[], T], attempts: int, on_retry: Callable[[], No
         try:
             return step()
         except Exception as e:
-            if attempt == attempts or not is_conflict(e):
+            if attempt == attempts or not tables.is_commit_conflict(e):
                 raise
             on_retry()
             time.sleep(min(2**attempt, 30))

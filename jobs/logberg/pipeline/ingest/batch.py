@@ -25,7 +25,8 @@ from pyspark.sql import Observation, SparkSession
 from pyspark.sql import functions as F
 
 from logberg.lakehouse import tables
-from logberg.lakehouse.schema import ACCESS_LOGS, INGEST_TABLES, LEDGER, REJECTS
+from logberg.lakehouse.schema import ACCESS_LOGS, INGEST_RUNS, INGEST_TABLES, LEDGER, REJECTS
+from logberg.lakehouse.tables import is_commit_conflict
 from logberg.pipeline.devices import agent_lookup
 from logberg.pipeline.ingest import commit
 from logberg.pipeline.ingest.config import IngestConfig
@@ -34,6 +35,7 @@ from logberg.pipeline.ingest.reader import RejectSink, file_index, read_parsed, 
 from logberg.pipeline.parse import to_access_rows
 
 log = logging.getLogger(__name__)
+MAX_BATCH_ATTEMPTS = 4
 
 
 class VerificationError(RuntimeError):
@@ -49,6 +51,10 @@ class BatchResult:
     bytes: int = 0
     dates: set[dt.date] = field(default_factory=set)
     snapshot_id: int | None = None
+    # Files new to the ledger whose rows were already in the table when this commit landed:
+    # another writer (or a crashed run) had committed them; this commit replaced them, exactly.
+    replaced_concurrent: int = 0
+    retries: int = 0  # batches redone after a commit conflict
     seconds: dict[str, float] = field(default_factory=dict)  # per step, for bench/README.md
 
     def add(self, other: BatchResult) -> None:
@@ -60,6 +66,8 @@ class BatchResult:
         self.bytes += other.bytes
         self.dates |= other.dates
         self.snapshot_id = other.snapshot_id or self.snapshot_id
+        self.replaced_concurrent += other.replaced_concurrent
+        self.retries += other.retries
         for step, sec in other.seconds.items():
             self.seconds[step] = round(self.seconds.get(step, 0.0) + sec, 2)
 
@@ -85,13 +93,18 @@ class IngestResult:
         return (
             f"ingest {self.run_id}: files={t.files} (of {self.seen} seen, {self.changed} "
             f"changed) lines_read={t.lines} accepted={t.accepted} rejected={t.rejected} "
-            f"bytes={t.bytes} days={len(t.dates)} snapshot={t.snapshot_id} "
-            f"duration={self.duration_s:.1f}s steps={steps}"
+            f"bytes={t.bytes} days={len(t.dates)} replaced_concurrent={t.replaced_concurrent} "
+            f"retries={t.retries} snapshot={t.snapshot_id} duration={self.duration_s:.1f}s "
+            f"steps={steps}"
         )
 
 
 def ingest_batch(
-    spark: SparkSession, batch: Sequence[InputFile], run_id: str, verify: bool = True
+    spark: SparkSession,
+    batch: Sequence[InputFile],
+    run_id: str,
+    verify: bool = True,
+    expected: frozenset[str] = frozenset(),
 ) -> BatchResult:
     """Read, parse and commit one batch of files:
 
@@ -100,6 +113,9 @@ def ingest_batch(
        located (file, line) and kept in memory, bounded;
     3. the kept lines (or, over that bound, the files that have rejects, read again) into
        the rejects table; then the check, then the ledger.
+
+    `expected`: files the ledger already lists (changed files, --full): their earlier rows
+    are expected; rows of any other file were committed by another writer.
     """
     uris = [f.uri for f in batch]
     res = BatchResult(files=len(batch), bytes=sum(f.size for f in batch))
@@ -121,13 +137,20 @@ def ingest_batch(
     )
     now = F.current_timestamp()
     access = to_access_rows(parsed, now, lookup)
-    res.snapshot_id, _ = commit.replace_rows(spark, ACCESS_LOGS, access, uris, tag)
+    committed = commit.replace_rows(spark, ACCESS_LOGS, access, uris, tag)
+    res.snapshot_id = committed.snapshot_id
+    res.replaced_concurrent = len(committed.replaced - expected)
+    if res.replaced_concurrent:
+        log.info(
+            "%d file(s) already had rows another writer committed; replaced, exactly",
+            res.replaced_concurrent,
+        )
     t = res.timed("parse_write", t)
     m = seen.get
     res.lines, res.rejected = int(m["lines"]), int(m["rejected"])
     res.accepted = res.lines - res.rejected
     rejected_by_file = {uris[i - 1]: n for i, n in Counter(m["rejects"]).items()}
-    added_rej = commit.write_rejects(spark, uris, rejected_by_file, run_id, now, tag, sink)
+    held_rej = commit.write_rejects(spark, uris, rejected_by_file, run_id, now, tag, sink)
     t = res.timed("rejects", t)
 
     # What the table now holds for these files, per file and day: the ledger's counts, the
@@ -138,11 +161,11 @@ def ingest_batch(
         if date is not None:
             res.dates.add(date)
     held = sum(accepted_by_file.values())
-    if verify and (held != res.accepted or added_rej != res.rejected):
+    if verify and (held != res.accepted or held_rej != res.rejected):
         raise VerificationError(
-            f"verification failed: read {res.lines} lines; {ACCESS_LOGS} holds {held} rows "
-            f"and the commit added {added_rej} rejects for these files, expected "
-            f"{res.accepted} and {res.rejected}"
+            f"verification failed: read {res.lines} lines; for these files {ACCESS_LOGS} "
+            f"holds {held} rows and {REJECTS} {held_rej}, expected {res.accepted} and "
+            f"{res.rejected}"
         )
     t = res.timed("verify", t)
 
@@ -173,7 +196,18 @@ def run_batches(
     todo, changed = plan(files, state, cfg.full, run_id)
     total = BatchResult()
     for part in batches(todo, cfg.max_bytes_per_commit):
-        total.add(ingest_batch(spark, part, run_id, cfg.verify))
+        expected = frozenset(f.uri for f in part if f.uri in state)
+        for attempt in range(MAX_BATCH_ATTEMPTS):
+            try:
+                done = ingest_batch(spark, part, run_id, cfg.verify, expected)
+            except Exception as e:  # a conflict: redo the whole batch (it is idempotent)
+                if attempt + 1 == MAX_BATCH_ATTEMPTS or not is_commit_conflict(e):
+                    raise
+                log.warning("commit conflict on %d file(s), redoing the batch: %s", len(part), e)
+                continue
+            done.retries = attempt
+            total.add(done)
+            break
     return total, len(changed)
 
 
@@ -199,6 +233,7 @@ def record_run(
         total.snapshot_id,
         sorted(total.dates),
         "ok",
+        total.replaced_concurrent,
     )
     commit.record_run(spark, row, replayable)
 
@@ -207,7 +242,7 @@ def ingest(spark: SparkSession, cfg: IngestConfig) -> IngestResult:
     """`logberg ingest`: every new or changed file under the inputs (all with --full)."""
     started = dt.datetime.now(dt.timezone.utc)
     t0 = time.monotonic()
-    created = tables.ensure(spark, INGEST_TABLES, upgrading=(ACCESS_LOGS, REJECTS))
+    created = tables.ensure(spark, INGEST_TABLES, upgrading=(ACCESS_LOGS, REJECTS, INGEST_RUNS))
     files = list_inputs(spark, cfg.inputs, cfg.since)
     if LEDGER.name in created:
         cfg = replace(cfg, full=True)  # an empty ledger: nothing to look up

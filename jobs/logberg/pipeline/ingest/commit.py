@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -70,34 +71,90 @@ def file_rows(spark: SparkSession, table: Table, uris: Sequence[str]) -> FileRow
     return stored_rows(spark, table, uris)[0]
 
 
+@dataclass(frozen=True)
+class Committed:
+    snapshot_id: int | None
+    replaced: frozenset[str]  # files whose earlier rows the commit replaced
+
+
 def replace_rows(
     spark: SparkSession, table: Table, rows: DataFrame, uris: Sequence[str], tag: str
-) -> tuple[int | None, int]:
-    """Commit `rows` as the whole content of these files in `table`.
+) -> Committed:
+    """Commit `rows` as the whole content of these files in `table`, in one commit.
 
-    Normally one commit: an overwrite by source_file (data files of these files only are
-    dropped, whole). Rows that share data files with other files (after compaction) are
-    deleted row-level first, and the rows are then appended instead (an overwrite would
-    fail: Iceberg cannot tell from metrics that none of a mixed file's rows match).
-    Returns the commit's snapshot id and the rows it added, found by `tag` in the snapshot
-    summary.
+    Normally an overwrite by source_file: the data files of these files (each holds one) are
+    dropped whole and the new ones added. If another writer commits the same files in the
+    meantime, Iceberg re-applies the overwrite on top of it: the later commit wins, whole.
+    When some data file mixes these files with others (compaction, or a rejects file of a
+    batch), an overwrite would fail (Iceberg cannot tell from metrics which of its rows
+    match); a MERGE then deletes the old rows of these files and inserts the new ones in one
+    commit (`merge_rows`). It conflicts with a concurrent writer (serializable): the caller
+    redoes the batch.
+
+    Returns the commit's snapshot and which files already had rows: at planning, or
+    committed by another writer before this commit landed.
     """
     held, mixed = stored_rows(spark, table, uris)
-    old = sorted({f for f, _, _ in held})
-    if old:
-        spark.sql(f"DELETE FROM {table} WHERE source_file IN ({sql.literals(old)})")
-    writer = rows.writeTo(qualified(spark, table)).option(f"snapshot-property.{TAG}", tag)
+    planned = sum(n for _, _, n in held)
+    replaced = {f for f, _, _ in held}
     if mixed:
-        writer.append()  # these files have no rows left: appending is exact
+        merge_rows(spark, table, rows, uris)
+        # A SQL commit takes no snapshot property: it is this process's newest commit.
+        mine = f"summary['spark.app.id'] = {sql.literal(spark.sparkContext.applicationId)}"
     else:
-        writer.overwrite(F.col("source_file").isin(list(uris)))
+        rows.writeTo(qualified(spark, table)).option(f"snapshot-property.{TAG}", tag).overwrite(
+            F.col("source_file").isin(list(uris))
+        )
+        mine = f"summary[{sql.literal(TAG)}] = {sql.literal(tag)}"
     found = spark.sql(
-        f"SELECT snapshot_id, summary['added-records'] FROM {table}.snapshots "
-        f"WHERE summary[{sql.literal(TAG)}] = {sql.literal(tag)}"
+        f"SELECT snapshot_id, summary['deleted-records'] AS deleted FROM {table}.snapshots "
+        f"WHERE {mine} ORDER BY committed_at DESC LIMIT 1"
     ).collect()
     if not found:
-        return None, 0
-    return int(found[0][0]), int(found[0][1] or 0)
+        return Committed(None, frozenset(replaced))
+    snap = int(found[0].snapshot_id)
+    if not mixed and int(found[0].deleted or 0) > planned:  # committed by someone meanwhile
+        replaced |= deleted_sources(spark, table, snap, uris)
+    return Committed(snap, frozenset(replaced))
+
+
+def merge_rows(spark: SparkSession, table: Table, rows: DataFrame, uris: Sequence[str]) -> None:
+    """Replace these files' rows in one MERGE: the source is the new rows plus a tombstone
+    per old row of these files; only tombstones match (and delete), only new rows insert.
+    The ON clause's equality on source_file lets Iceberg read and rewrite only the data
+    files that may hold these files (runtime filtering): no NOT MATCHED BY SOURCE clause,
+    which would rewrite the whole table."""
+    target = qualified(spark, table)
+    cols = ", ".join(sql.identifier(c) for c in table.names)
+    values = ", ".join(f"s.{sql.identifier(c)}" for c in table.names)
+    rows.createOrReplaceTempView("logberg_batch_rows")
+    try:
+        spark.sql(
+            f"""MERGE INTO {target} t USING (
+                SELECT {cols}, false AS _old FROM logberg_batch_rows
+                UNION ALL
+                SELECT {cols}, true AS _old FROM {target}
+                WHERE source_file IN ({sql.literals(uris)})
+            ) s
+            ON s._old AND t.source_file = s.source_file AND t.line_number = s.line_number
+            WHEN MATCHED THEN DELETE
+            WHEN NOT MATCHED AND NOT s._old THEN INSERT ({cols}) VALUES ({values})"""
+        )
+    finally:
+        spark.catalog.dropTempView("logberg_batch_rows")
+
+
+def deleted_sources(
+    spark: SparkSession, table: Table, snapshot_id: int, uris: Sequence[str]
+) -> set[str]:
+    """Which of these files had data files that this snapshot removed (metadata only)."""
+    bounds = "readable_metrics.source_file"
+    rows = spark.sql(
+        f"SELECT {bounds}.lower_bound AS lo, {bounds}.upper_bound AS hi "
+        f"FROM {table}.all_entries WHERE snapshot_id = {snapshot_id} AND status = 2"
+    ).collect()
+    want = set(uris)
+    return {r.lo for r in rows if r.lo is not None and r.lo == r.hi and r.lo in want}
 
 
 def write_rejects(
@@ -112,7 +169,7 @@ def write_rejects(
     """Commit the rejected lines: the ones `sink` kept during the read, when it holds all
     of them; else the rejected lines of the files that have any, read again.
 
-    Returns the number of rejects the commit added.
+    Returns how many rejects the table holds for these files after the commit.
     """
     rejected = sum(rejected_by_file.values())
     if not rejected:
@@ -127,7 +184,8 @@ def write_rejects(
     else:
         log.info("rejects: %d line(s) read again from the files", rejected)
         located = read_parsed(spark, [u for u in uris if u in rejected_by_file])
-    return replace_rows(spark, REJECTS, to_rejects(located, run_id, now), uris, tag)[1]
+    replace_rows(spark, REJECTS, to_rejects(located, run_id, now), uris, tag)
+    return sum(n for _, _, n in file_rows(spark, REJECTS, uris))
 
 
 def append_ledger(

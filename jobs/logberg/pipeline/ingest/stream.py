@@ -32,7 +32,13 @@ from pyspark.sql import functions as F
 
 from logberg.errors import ConfigError
 from logberg.lakehouse import sql, tables
-from logberg.lakehouse.schema import ACCESS_LOGS, INGEST_TABLES, REJECTS, STREAM_BATCHES
+from logberg.lakehouse.schema import (
+    ACCESS_LOGS,
+    INGEST_RUNS,
+    INGEST_TABLES,
+    REJECTS,
+    STREAM_BATCHES,
+)
 from logberg.lakehouse.tables import qualified
 from logberg.pipeline.ingest.batch import IngestResult, record_run, run_batches
 from logberg.pipeline.ingest.config import FollowConfig, IngestConfig
@@ -144,7 +150,9 @@ def follow(
     every `analytics_every` committed batches and once at the end if any are pending."""
     fcfg = cfg.follow or FollowConfig()
     checkpoint = fcfg.checkpoint or default_checkpoint(spark)
-    tables.ensure(spark, (*INGEST_TABLES, STREAM_BATCHES), upgrading=(ACCESS_LOGS, REJECTS))
+    tables.ensure(
+        spark, (*INGEST_TABLES, STREAM_BATCHES), upgrading=(ACCESS_LOGS, REJECTS, INGEST_RUNS)
+    )
 
     # The query id (kept in the checkpoint) is known once the query starts; batches wait.
     started = threading.Event()
