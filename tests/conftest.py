@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -133,3 +134,36 @@ def run_logberg(
         timeout=timeout,
         cwd=REPO,
     )
+
+
+def run_side_by_side(
+    commands: dict[str, list[str]], logs: Path, timeout: float = 900
+) -> dict[str, str]:
+    """Run the commands at once, each one's output in a file under `logs` (never a pipe: a
+    child blocked on a full pipe while it holds a table lock would stall the others), and
+    wait for all; returns each one's stdout. Any failure or timeout fails the test with the
+    tails of every log."""
+    logs.mkdir(parents=True, exist_ok=True)
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+    for name, argv in commands.items():
+        with open(logs / f"{name}.out", "wb") as out, open(logs / f"{name}.err", "wb") as err:
+            procs[name] = subprocess.Popen(argv, stdout=out, stderr=err, cwd=REPO)
+    deadline = time.monotonic() + timeout
+    try:
+        for proc in procs.values():
+            proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    failed = {n: p.returncode for n, p in procs.items() if p.returncode != 0}
+    if failed:
+        tails = "\n".join(
+            f"--- {n} (exit {p.returncode}):\n{(logs / f'{n}.err').read_text()[-3000:]}"
+            for n, p in procs.items()
+        )
+        raise AssertionError(f"side-by-side run failed or timed out ({timeout:.0f} s): {tails}")
+    return {n: (logs / f"{n}.out").read_text() for n in procs}

@@ -18,7 +18,7 @@ from logberg.lakehouse.schema import ACCESS_LOGS
 from logberg.pipeline.ingest import batch, commit, reader
 from logberg.pipeline.ingest.config import IngestConfig
 from logberg.pipeline.ingest.plan import InputFile
-from tests.conftest import REPO, run_logberg
+from tests.conftest import REPO, run_logberg, run_side_by_side
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("lakehouse")]
 
@@ -275,20 +275,10 @@ def test_killed_run_then_rerun_is_exact(spark, lakehouse, tmp_path: Path) -> Non
 def test_concurrent_ingests_of_different_files_both_land(spark, lakehouse, tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     ma, mb = generate(a, 21), generate(b, 22)
-    procs = [
-        subprocess.Popen(
-            [str(Path(sys.executable).parent / "logberg"), "ingest", "--input", p.as_uri()],
-            env=dict(os.environ),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=REPO,
-        )
-        for p in (a, b)
-    ]
-    for p in procs:
-        _, err = p.communicate(timeout=900)
-        assert p.returncode == 0, err[-3000:]
+    logberg = str(Path(sys.executable).parent / "logberg")
+    run_side_by_side(
+        {p.name: [logberg, "ingest", "--input", p.as_uri()] for p in (a, b)}, tmp_path / "logs"
+    )
     assert counts(spark, ma) == expected(ma)
     assert counts(spark, mb) == expected(mb)
 

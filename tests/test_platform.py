@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from logberg.platform.procs import free_port
-from tests.conftest import REPO, run_logberg
+from tests.conftest import REPO, run_logberg, run_side_by_side
 from tests.pg import PgServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("lakehouse")]
@@ -144,7 +144,7 @@ def test_two_homes_run_side_by_side_and_down_stops_only_its_own(
 
 
 @pytest.mark.slow
-def test_two_writers_commit_concurrently_without_loss(spark) -> None:
+def test_two_writers_commit_concurrently_without_loss(spark, tmp_path: Path) -> None:
     table = "nginx_logs.concurrent_writes"
     spark.sql(f"DROP TABLE IF EXISTS {table}")
     spark.sql(
@@ -152,19 +152,13 @@ def test_two_writers_commit_concurrently_without_loss(spark) -> None:
         "TBLPROPERTIES ('commit.retry.num-retries'='50', 'commit.retry.min-wait-ms'='50')"
     )
     batches = 50
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "tests.helpers.append_batches", w, str(batches), table],
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for w in ("a", "b")
-    ]
-    for p in procs:
-        _, err = p.communicate(timeout=900)
-        assert p.returncode == 0, err[-3000:]
+    run_side_by_side(
+        {
+            w: [sys.executable, "-m", "tests.helpers.append_batches", w, str(batches), table]
+            for w in ("a", "b")
+        },
+        tmp_path,
+    )
     rows = spark.sql(
         f"SELECT writer, batch, COUNT(*) AS n FROM {table} GROUP BY writer, batch"
     ).collect()
