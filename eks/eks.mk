@@ -88,6 +88,13 @@ eks-down: eks-tools ## destroy everything eks-up created (needs EKS_CONFIRM=yes;
 	  --all -n "$$ns" --ignore-not-found --timeout=5m
 	$(EKS_TF_CMD) destroy -input=false -auto-approve $(EKS_VAR_ARGS) $(EKS_TF_ARGS)
 
+.PHONY: eks-minio
+eks-minio: ## build the pinned MinIO that enforces eks/'s IAM policies in tests (cached in .tools/minio)
+	tests/eks_support/build-minio.sh "$(TOOLS)"
+
+# tests/test_eks_s3_policies.py (part of `make test`) runs logberg against that MinIO.
+test: eks-minio
+
 .PHONY: eks-checkov-venv
 eks-checkov-venv: ## install checkov into .tools/checkov-venv (idempotent; reuses an existing venv)
 	@if [ -x "$(EKS_CHECKOV_VENV)/bin/checkov" ]; then \

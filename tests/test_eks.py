@@ -713,7 +713,10 @@ def test_make_targets_documented() -> None:
     targets = re.findall(r"^([a-zA-Z0-9_-]+):(?!=)(.*)$", text, re.M)
     names = {t for t, _ in targets}
     assert {"eks-up", "eks-down", "eks-plan", "eks-demo", "eks-checkov-venv"} <= names
+    root = (REPO / "Makefile").read_text()
     for name, rest in targets:
+        if re.search(rf"^{name}:.*## ", root, re.M):
+            continue  # a prerequisite added to a documented root target (test: eks-minio)
         assert "## " in rest, f"target {name} has no ## description"
     assert re.search(r"^EKS_VARS\s+\?=", text, re.M) and "EKS_CONFIRM" in text
     assert "checkov:" not in re.sub(r"eks-checkov-venv:", "", text)
