@@ -152,7 +152,25 @@ class Renderer:
             raise RenderError(f"not a string template: {template!r}")
         return TEMPLATE_PART.sub(lambda m: self.reference(m.group(1).strip()), template)
 
+    def data(self, node: Any) -> Any:
+        """A nested value (maps, lists, templates) with every reference evaluated; a
+        reference to a local that holds a map or list is replaced by that structure."""
+        if isinstance(node, dict):
+            return {self.value(k): self.data(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [self.data(v) for v in node]
+        if isinstance(node, str):
+            whole = re.fullmatch(r"\$\{\(?local\.([\w-]+)\)?\}", node)
+            if whole and not isinstance(locals_().get(whole.group(1)), str):
+                if whole.group(1) not in locals_():
+                    raise RenderError(f"local.{whole.group(1)} is not defined in eks/")
+                return self.data(locals_()[whole.group(1)])
+            return self.value(node)
+        return node
+
     def reference(self, ref: str) -> str:
+        if ref.startswith("(") and ref.endswith(")"):  # a map key written (local.x)
+            ref = ref[1:-1].strip()
         if not REFERENCE.fullmatch(ref):
             raise RenderError(f"expression ${{{ref}}} is not a plain reference")
         parts = ref.split(".")
