@@ -112,7 +112,7 @@ eks-checkov-venv: ## install checkov into .tools/checkov-venv (idempotent; reuse
 	fi
 
 .PHONY: eks-lint
-eks-lint: eks-checkov-venv $(VENV)/.installed ## static checks of eks/: fmt (if terraform/tofu exists), checkov, tests/test_eks*.py
+eks-lint: eks-checkov-venv $(VENV)/.installed ## static checks of eks/: fmt (if terraform/tofu exists), checkov, the static tests/test_eks*.py
 	@if [ -n "$(EKS_TF)" ]; then $(EKS_TF) fmt -recursive -check $(EKS_DIR); \
 	  else echo "terraform/tofu not on PATH: skipping fmt -check"; fi
 	@# eks/charts hold only External Secrets and SecurityGroupPolicy CRs (no checkov check
@@ -120,4 +120,5 @@ eks-lint: eks-checkov-venv $(VENV)/.installed ## static checks of eks/: fmt (if 
 	"$(EKS_CHECKOV_VENV)/bin/checkov" -d $(EKS_DIR) --download-external-modules false \
 	  --skip-download --skip-path charts/metastore-db-secret --skip-path charts/metastore-pod-sg \
 	  --quiet --compact
-	$(BIN)/pytest tests/test_eks*.py $(PYTEST_ARGS)
+	@# The MinIO policy test (integration) runs in `make test`, after `make eks-minio`.
+	$(BIN)/pytest -m static tests/test_eks*.py $(PYTEST_ARGS)
