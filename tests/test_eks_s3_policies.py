@@ -258,9 +258,13 @@ def test_ingest_and_analytics_with_only_the_role_policies(deployment: Deployment
             (r["rank"], r["ip"], r["n"]) for r in rows if r["kind"] == "top" and r["day"] == day
         )
         assert [[ip, n] for _, ip, n in top] == truth["top_ips"][:10], day
-    # The warehouse really is in the S3 bucket the roles were given.
-    keys = d.server.client().list_objects_v2(Bucket=d.warehouse_bucket, Prefix="warehouse/")
-    assert any(o["Key"].endswith(".parquet") for o in keys.get("Contents", []))
+    # The warehouse really is in the S3 bucket the roles were given: the database
+    # directory the metastore made (S3A mkdirs, with the metastore role) and the data files
+    # Spark wrote (with the Spark role).
+    listed = d.server.client().list_objects_v2(Bucket=d.warehouse_bucket, Prefix="warehouse/")
+    keys = {o["Key"] for o in listed.get("Contents", [])}
+    assert "warehouse/nginx_logs.db/" in keys
+    assert any(k.endswith(".parquet") for k in keys)
 
 
 def test_roles_stay_least_privilege(deployment: Deployment) -> None:
