@@ -248,6 +248,17 @@ schema_state() {
   return 1
 }
 
+# change_schema -initSchema|-upgradeSchema: schematool echoes every SQL statement; that
+# goes to a file beside the configuration, and only its end to the log when it fails.
+change_schema() {
+  local out="$conf_dir/schematool.log"
+  if ! schematool "$conf_dir" "$1" >"$out" 2>&1; then
+    log "error: schematool $1 failed; the end of $out:"
+    tail -n 30 "$out" >&2
+    exit 1
+  fi
+}
+
 # ensure_schema create|require
 ensure_schema() {
   log "checking the metastore schema ($db_type)"
@@ -259,13 +270,13 @@ ensure_schema() {
     old)
       [ "$1" = create ] || die 2 "schema $HAVE is older than $WANT: run 'logberg-metastore schema' (the chart's schema Job) first"
       log "upgrading the schema from $HAVE to $WANT"
-      schematool "$conf_dir" -upgradeSchema || die 1 "schematool -upgradeSchema failed"
+      change_schema -upgradeSchema
       log "schema upgraded to $WANT"
       ;;
     missing)
       [ "$1" = create ] || die 2 "the database has no metastore schema: run 'logberg-metastore schema' (the chart's schema Job) first"
       log "no schema in the database: initialising"
-      schematool "$conf_dir" -initSchema || die 1 "schematool -initSchema failed"
+      change_schema -initSchema
       log "schema initialised"
       ;;
   esac
