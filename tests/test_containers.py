@@ -719,6 +719,63 @@ def test_spark_entrypoint_starts_an_executor(engine: Engine, tags: dict[str, str
     assert "Usage:" not in out
 
 
+# ------------------------------------------------------------------ images for a node
+@pytest.fixture()
+def containerd(tmp_path: Path) -> Iterator[Path]:
+    """A private containerd (its own root, state and socket; no CRI), as a node has."""
+    binary = shutil.which("containerd")
+    if binary is None or shutil.which("ctr") is None:
+        pytest.skip("containerd and ctr are not installed (apt-get install containerd)")
+    sock = tmp_path / "containerd.sock"
+    config = tmp_path / "config.toml"
+    config.write_text(
+        "version = 2\n"
+        f'root = "{tmp_path / "root"}"\nstate = "{tmp_path / "state"}"\n'
+        'disabled_plugins = ["io.containerd.grpc.v1.cri"]\n'
+        f'[grpc]\n  address = "{sock}"\n[ttrpc]\n  address = "{tmp_path / "ttrpc.sock"}"\n'
+    )
+    with open(tmp_path / "containerd.log", "wb") as log:
+        proc = subprocess.Popen([binary, "--config", str(config)], stdout=log, stderr=log)
+    try:
+        wait_until(
+            "containerd",
+            lambda: (
+                subprocess.run(["ctr", "-a", str(sock), "version"], capture_output=True).returncode
+                == 0
+            ),
+            lambda: proc.poll() is None,
+            lambda: (tmp_path / "containerd.log").read_text(errors="replace"),
+        )
+        yield sock
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+def test_saved_images_import_into_containerd(
+    engine: Engine, tags: dict[str, str], containerd: Path, tmp_path: Path
+) -> None:
+    """`save` writes one archive that `ctr -n k8s.io images import` takes, under the names a
+    pod's `image: <name>:<tag>` resolves to (docker.io/library/...)."""
+    archive = tmp_path / "images.tar"
+    images.save(["test-s3", "test-postgres"], archive)
+    expected = {f"docker.io/library/{tags[k]}" for k in ("test-s3", "test-postgres")}
+    ctr = ["ctr", "-a", str(containerd), "-n", "k8s.io"]
+    done = subprocess.run(
+        [*ctr, "images", "import", str(archive)], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    listed = subprocess.run(
+        [*ctr, "images", "ls", "-q"], capture_output=True, text=True
+    ).stdout.split()
+    assert expected <= set(listed), listed
+    assert not [
+        n
+        for n in engine.run("images", "--format", "{{.Repository}}").stdout.split()
+        if n.startswith("docker.io/library/logberg")
+    ], "save leaves no extra names behind"
+
+
 # ------------------------------------------------------------------------ no secrets
 SECRET_FILES = re.compile(
     r"(^|/)(\.pgpass|\.netrc|\.git-credentials|\.aws/credentials|\.docker/config\.json|"

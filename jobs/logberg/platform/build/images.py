@@ -278,8 +278,10 @@ class Builder:
         tag: str,
         args: Mapping[str, str],
         labels: Mapping[str, str],
+        no_cache: bool = False,
     ) -> list[str]:
         flags = [f"--build-arg={k}={v}" for k, v in sorted(args.items())]
+        flags += ["--no-cache"] if no_cache else []
         flags += [f"--label={k}={v}" for k, v in sorted(labels.items())]
         if self.kind == "docker":
             head = ["buildx", "build", "--load", "--progress=plain"]
@@ -579,7 +581,7 @@ STEP_LINE = re.compile(
 )
 
 
-def build_one(pl: Plan, b: Builder, force: bool = False) -> dict[str, Any]:
+def build_one(pl: Plan, b: Builder, force: bool = False, no_cache: bool = False) -> dict[str, Any]:
     """Build one planned image unless its tag exists. Returns its build record."""
     if b.exists(pl.tag) and not force:
         say(f"{pl.tag}: up to date")
@@ -597,7 +599,7 @@ def build_one(pl: Plan, b: Builder, force: bool = False) -> dict[str, Any]:
     steps = cached = 0
     seen: set[str] = set()
     with staged(pl) as ctx, open(log_path, "w") as log:
-        cmd = b.build_command(ctx / pl.spec.dockerfile, ctx, pl.tag, pl.args, labels)
+        cmd = b.build_command(ctx / pl.spec.dockerfile, ctx, pl.tag, pl.args, labels, no_cache)
         proc = subprocess.Popen(
             cmd, env=dict(b.env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
@@ -634,7 +636,24 @@ def build_one(pl: Plan, b: Builder, force: bool = False) -> dict[str, Any]:
     return record
 
 
-def build(names: Sequence[str], force: bool = False) -> dict[str, str]:
+def prune(b: Builder, s: Spec, keep: int = 2) -> None:
+    """Remove this image's older tags beyond the newest `keep` (a rebuild never reuses a
+    tag, so they pile up). Only images this module built (its label), never one in use."""
+    listed = b.run(
+        "images", "--filter", f"reference={s.name}", "--filter", f"label={INPUTS_LABEL}",
+        "--format", "{{.Repository}}:{{.Tag}}\t{{.CreatedAt}}", check=False,
+    ).stdout.splitlines()  # fmt: skip
+    refs = sorted(
+        (line.split("\t") for line in listed if "\t" in line and ":<none>" not in line),
+        key=lambda ref_created: ref_created[1],
+        reverse=True,
+    )
+    for ref, _ in refs[keep:]:
+        if b.run("rmi", ref, check=False).returncode == 0:
+            say(f"removed the older {ref}")
+
+
+def build(names: Sequence[str], force: bool = False, no_cache: bool = False) -> dict[str, str]:
     """Build the named images (and what they build on) unless their tags exist."""
     b = builder()
     p = raw_pins()
@@ -649,7 +668,12 @@ def build(names: Sequence[str], force: bool = False) -> dict[str, str]:
     tags: dict[str, str] = {}
     for s in order:
         pl = plan(s, b, p, base)
-        build_one(pl, b, force=force and s.key in {spec(n).key for n in names})
+        wanted = s.key in {spec(n).key for n in names}
+        record = build_one(
+            pl, b, force=(force or no_cache) and wanted, no_cache=no_cache and wanted
+        )
+        if record["built"]:
+            prune(b, s)
         tags[s.key] = pl.tag
     return tags
 
@@ -716,6 +740,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     b = sub.add_parser("build", help="build images whose tags do not exist yet")
     b.add_argument("names", nargs="*", help=f"default: {' '.join(SHIPPED)}")
     b.add_argument("--force", action="store_true", help="build even if the tag exists")
+    b.add_argument("--no-cache", action="store_true", help="and reuse no cached layer (timing)")
     t = sub.add_parser("tag", help="print the tag an image has for the inputs as they are")
     t.add_argument("name")
     s = sub.add_parser("save", help="write the images into one archive for a node")
@@ -730,7 +755,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = ap.parse_args(argv)
     try:
         if a.command == "build":
-            build(a.names or SHIPPED, force=a.force)
+            build(a.names or SHIPPED, force=a.force, no_cache=a.no_cache)
         elif a.command == "tag":
             print(current_tag(a.name))
         elif a.command == "save":
