@@ -1,10 +1,11 @@
 """logberg's container images: build them, tag them by content, save them for a node.
 
-    python -m logberg.platform.build.images build [NAME ...] [--force]
+    python -m logberg.platform.build.images build [NAME ...] [--force] [--no-cache]
     python -m logberg.platform.build.images tag NAME        # the tag NAME has now
     python -m logberg.platform.build.images save NAME ... -o FILE
     python -m logberg.platform.build.images base [--rebuild]
     python -m logberg.platform.build.images report          # sizes and build times (JSON)
+    python -m logberg.platform.build.images builder         # docker or podman, or exit 2
     python -m logberg.platform.build.images containers-conf PATH
 
 NAME is `spark`, `hive-metastore`, `spark-operator` (shipped) or `test-postgres`,
@@ -21,7 +22,9 @@ NAME is `spark`, `hive-metastore`, `spark-operator` (shipped) or `test-postgres`
   the staged context (the Dockerfile's allow-list, `<Dockerfile>.dockerignore`), the
   build arguments (all from versions.toml) and the base image. A changed input gives a
   new tag (a node never keeps a stale image under an old tag); an existing tag is not
-  built again.
+  built again. A build keeps an image's two newest tags and removes older ones it made.
+* `save` writes one docker-archive for `ctr -n k8s.io images import`, with the images
+  named as a pod's `image: logberg-spark:<tag>` resolves on a containerd node.
 """
 
 from __future__ import annotations
