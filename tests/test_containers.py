@@ -192,18 +192,18 @@ def thrift_answers(host: str, timeout: float = 10.0) -> bool:
 def engine() -> Iterator[Engine]:
     try:
         b = images.builder()
-    except ConfigError as e:
-        pytest.skip(f"no container runtime on this machine: {e}")
-    e = Engine(b, network=f"{PREFIX}-net")
-    e.run("network", "create", "--internal", e.network)
+    except ConfigError as missing:
+        pytest.skip(f"no container runtime on this machine: {missing}")
+    eng = Engine(b, network=f"{PREFIX}-net")
+    eng.run("network", "create", "--internal", eng.network)
     try:
-        yield e
+        yield eng
     finally:
-        names = e.run("ps", "-a", "--format", "{{.Names}}", check=False).stdout.split()
+        names = eng.run("ps", "-a", "--format", "{{.Names}}", check=False).stdout.split()
         for name in names:
             if name.startswith(PREFIX):
-                e.remove(name)
-        e.run("network", "rm", e.network, check=False)
+                eng.remove(name)
+        eng.run("network", "rm", eng.network, check=False)
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,7 @@ import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import tomllib
@@ -270,7 +271,7 @@ def repo_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     yield tmp_path
 
 
-def _tag(key: str, base: images.Base | None = None, pins: dict | None = None) -> str:  # type: ignore[type-arg]
+def _tag(key: str, base: images.Base | None = None, pins: dict[str, Any] | None = None) -> str:
     b = images.Builder("podman", "podman", {})
     base = base or images.Base("docker.io/library/debian:bookworm-slim", "sha256:aa", "debootstrap")
     return images.plan(images.SPECS[key], b, pins or PINS, base).tag
