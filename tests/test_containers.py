@@ -445,9 +445,19 @@ def spark_job(engine: Engine, image: str, ms: Metastore, s3: S3, step: str, *arg
         image, "logberg", step, *args, name=f"{PREFIX}-{step}", env=env, secrets_env=aws_env(s3)
     )
     assert proc.returncode == 0, (
-        f"logberg {step} in the Spark image:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+        f"logberg {step} in the Spark image:\n{proc.stdout[-3000:]}\n{causes(proc.stderr)}"
     )
     return proc.stdout
+
+
+def causes(stderr: str, keep: int = 60) -> str:
+    """A JVM's stderr without its stack frames: the exceptions and their causes."""
+    lines = [
+        line
+        for line in stderr.splitlines()
+        if not line.lstrip().startswith("at ") and not line.lstrip().startswith("... ")
+    ]
+    return "\n".join(lines[-keep:])
 
 
 def manifest(s3: S3) -> dict[str, Any]:

@@ -806,11 +806,6 @@ def test_db_secret_refresh_is_bounded() -> None:
     assert "refreshInterval = var.metastore_db_creds_refresh_interval" in rel["values"][0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the hive-metastore chart still passes the DB password as env (secretKeyRef); "
-    "the images/chart change mounts it as files. Remove this marker when that lands.",
-)
 def test_metastore_reads_db_credentials_from_mounted_files() -> None:
     """Defect 2, the chart side: a Secret in env is read once at container start; a Secret
     volume (without subPath) is updated in place by the kubelet after a rotation, which the

@@ -185,7 +185,7 @@ def _pom_coordinates(pom: Path, dockerfile: Path) -> set[str]:
 
 
 def test_image_jars_are_the_local_paths_jars() -> None:
-    from logberg import jars
+    from logberg.platform.build import jars
     from logberg.versions import pins
 
     groups = jars.groups(pins())
