@@ -66,7 +66,7 @@ demo: setup ## generate logs, ingest, build the top tables and print them (embed
 	$(LOGBERG) top
 
 .PHONY: test
-test: setup tools checkov ## the whole test suite (unit, integration, static), as CI runs it
+test: setup tools checkov test-images ## the whole test suite (unit, integration, static, containers), as CI runs it
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 .PHONY: test-fast

@@ -31,8 +31,28 @@ VERSIONS_TOML := jobs/logberg/versions.toml
 pin = $(shell $(K8S_PYTHON) -c 'import tomllib; print(tomllib.load(open("$(VERSIONS_TOML)", "rb"))["$(1)"]["$(2)"])')
 SPARK_MINOR_PIN = $(shell $(K8S_PYTHON) -c 'import tomllib; v = tomllib.load(open("$(VERSIONS_TOML)", "rb"))["spark"]["version"]; print(".".join(v.split(".")[:2]))')
 LOGBERG_VERSION = $(shell $(K8S_PYTHON) -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')
-SPARK_TAG = $(SPARK_IMAGE):$(LOGBERG_VERSION)
-HMS_TAG   = $(HMS_IMAGE):$(call pin,hive,version)
+
+# Images (images/README.md): logberg.platform.build.images builds them with docker buildx
+# where a Docker daemon answers, else with podman, and tags each by a hash of its inputs
+# (<name>:<logberg version>-<hash>); `$(IMAGES) tag NAME` prints the tag an image has now.
+IMAGES = PYTHONPATH=$(CURDIR)/jobs $(K8S_PYTHON) -m logberg.platform.build.images
+# podman/buildah settings for this machine (runtime, rlimits), written by `make` once.
+CONTAINERS_CONF ?= $(CURDIR)/.logberg/containers.conf
+export CONTAINERS_CONF
+# The spark-operator image the cluster runs: `upstream` (the chart's own, from ghcr.io) or
+# `local` (images/spark-operator, for clusters that cannot reach a registry).
+SPARK_OPERATOR_IMAGE ?= upstream
+IMAGE_ARCHIVE ?= $(CURDIR)/.logberg/images/logberg-images.tar
+image_tag = $(shell $(IMAGES) tag $(1))
+SPARK_TAG = $(call image_tag,spark)
+HMS_TAG   = $(call image_tag,hive-metastore)
+OPERATOR_TAG = $(call image_tag,spark-operator)
+# The tag part alone (after the colon), for the charts' image.tag values.
+tag_of = $(word 2,$(subst :, ,$(1)))
+# SPARK_OPERATOR_IMAGE=local: the upstream chart runs images/spark-operator instead of its own.
+OPERATOR_IMAGE_VALUES = $(if $(filter local,$(SPARK_OPERATOR_IMAGE)),--set image.registry=docker.io \
+	--set image.repository=library/$(firstword $(subst :, ,$(OPERATOR_TAG))) \
+	--set image.tag=$(call tag_of,$(OPERATOR_TAG)),)
 
 KC = $(KUBECTL) --context $(K8S_CONTEXT)
 HC = $(HELM) --kube-context $(K8S_CONTEXT)
@@ -62,36 +82,43 @@ endef
 
 # The logberg chart on kind; the stage flags are added per step by kind-demo.
 LOGBERG_KIND_RELEASE = $(HC) upgrade --install logberg charts/logberg -n $(K8S_NAMESPACE) \
-	-f charts/logberg/values-kind.yaml --set image.tag=$(LOGBERG_VERSION) --wait --timeout 10m
+	-f charts/logberg/values-kind.yaml --set image.tag=$(call tag_of,$(SPARK_TAG)) --wait --timeout 10m
 
-.PHONY: images image-spark image-hive-metastore kind-load kind-up kind-secrets kind-demo \
-	kind-down sql-k8s checkov k8s-static
+.PHONY: images image-spark image-hive-metastore image-spark-operator image-archive base-images \
+	test-images kind-load kind-up kind-secrets kind-demo kind-down sql-k8s checkov k8s-static
 
-images: image-spark image-hive-metastore ## build the logberg Spark and Hive Metastore images (versions from versions.toml)
+$(CONTAINERS_CONF):
+	$(IMAGES) containers-conf $@
 
-image-spark: ## build images/spark (logberg-spark:<logberg version>; context = repository root)
-	@$(NEED_DOCKER)
-	DOCKER_BUILDKIT=1 $(DOCKER) build -f images/spark/Dockerfile \
-	  --build-arg SPARK_IMAGE_TAG=$(call pin,spark,image_tag) \
-	  --build-arg JDK_IMAGE=$(call pin,java,jdk_image) \
-	  --build-arg SPARK_MINOR=$(SPARK_MINOR_PIN) \
-	  --build-arg SCALA=$(call pin,spark,scala) \
-	  --build-arg ICEBERG=$(call pin,iceberg,version) \
-	  --build-arg HADOOP=$(call pin,hadoop,version) \
-	  --build-arg AWS_SDK=$(call pin,hadoop,aws_sdk) \
-	  --build-arg POSTGRESQL_JDBC=$(call pin,postgresql,jdbc) \
-	  -t $(SPARK_TAG) .
+images: | $(CONTAINERS_CONF) ## build the Spark, Hive Metastore and spark-operator images (skips unchanged ones)
+	$(IMAGES) build spark hive-metastore spark-operator
 
-image-hive-metastore: ## build images/hive-metastore (logberg-hive-metastore:<hive version>)
-	@$(NEED_DOCKER)
-	DOCKER_BUILDKIT=1 $(DOCKER) build -f images/hive-metastore/Dockerfile \
-	  --build-arg HIVE_IMAGE=$(call pin,hive,image) \
-	  --build-arg POSTGRESQL_JDBC=$(call pin,postgresql,jdbc) \
-	  -t $(HMS_TAG) images/hive-metastore
+image-spark: | $(CONTAINERS_CONF) ## build images/spark (logberg-spark:<logberg version>-<input hash>)
+	$(IMAGES) build spark
 
-kind-load: ## load both images into the kind cluster (KIND_CLUSTER=logberg)
+image-hive-metastore: | $(CONTAINERS_CONF) ## build images/hive-metastore
+	$(IMAGES) build hive-metastore
+
+image-spark-operator: | $(CONTAINERS_CONF) ## build images/spark-operator (the controller from its Go module, on the Spark image)
+	$(IMAGES) build spark-operator
+
+image-archive: images ## one archive of the three images for a containerd node (IMAGE_ARCHIVE; `ctr -n k8s.io images import`)
+	$(IMAGES) save spark hive-metastore spark-operator -o $(IMAGE_ARCHIVE)
+
+base-images: | $(CONTAINERS_CONF) ## make the Debian base with debootstrap, for machines without a registry (root; BASE_REBUILD=1 remakes it)
+	$(IMAGES) base $(if $(BASE_REBUILD),--rebuild,)
+
+test-images: | $(CONTAINERS_CONF) ## the images and test fixtures tests/test_containers*.py run (nothing without docker or podman)
+	@if $(IMAGES) builder >/dev/null 2>&1; then \
+	  $(IMAGES) build spark hive-metastore spark-operator test-postgres test-s3; \
+	else \
+	  echo "no container builder (docker with buildx, or podman): the container tests will be skipped"; \
+	fi
+
+kind-load: ## load the images into the kind cluster (KIND_CLUSTER=logberg; docker)
 	@$(NEED_KIND)
-	$(KIND) load docker-image --name $(KIND_CLUSTER) $(SPARK_TAG) $(HMS_TAG)
+	$(KIND) load docker-image --name $(KIND_CLUSTER) $(SPARK_TAG) $(HMS_TAG) \
+	  $(if $(filter local,$(SPARK_OPERATOR_IMAGE)),$(OPERATOR_TAG),)
 
 kind-up: ## kind cluster, images, dev PostgreSQL + S3, Spark Operator, Hive Metastore (idempotent)
 	@$(NEED_KIND); $(NEED_DOCKER); $(NEED_HELM); $(NEED_KUBECTL)
@@ -105,14 +132,14 @@ kind-up: ## kind cluster, images, dev PostgreSQL + S3, Spark Operator, Hive Meta
 	$(KC) create namespace $(K8S_NAMESPACE) --dry-run=client -o yaml | $(KC) apply -f -
 	$(MAKE) --no-print-directory kind-secrets
 	$(HC) upgrade --install logberg-dev charts/logberg-dev -n $(K8S_NAMESPACE) \
-	  --set bucketJob.image.repository=$(SPARK_IMAGE) --set bucketJob.image.tag=$(LOGBERG_VERSION) \
+	  --set bucketJob.image.repository=$(SPARK_IMAGE) --set bucketJob.image.tag=$(call tag_of,$(SPARK_TAG)) \
 	  --wait --timeout 10m
 	$(HC) upgrade --install spark-operator spark-operator --repo $(SPARK_OPERATOR_REPO) \
 	  --version $(call pin,kubernetes,spark_operator_chart) -n $(OPERATOR_NAMESPACE) --create-namespace \
-	  -f charts/values/spark-operator.yaml --wait --timeout 10m
+	  -f charts/values/spark-operator.yaml $(OPERATOR_IMAGE_VALUES) --wait --timeout 10m
 	$(HC) upgrade --install hive-metastore charts/hive-metastore -n $(K8S_NAMESPACE) \
 	  -f charts/hive-metastore/values-kind.yaml --set image.repository=$(HMS_IMAGE) \
-	  --set image.tag=$(call pin,hive,version) --wait --timeout 15m
+	  --set image.tag=$(call tag_of,$(HMS_TAG)) --wait --timeout 15m
 	$(HC) test hive-metastore -n $(K8S_NAMESPACE) --timeout 5m --logs
 	@echo "kind is up: next 'make kind-demo', then 'make sql-k8s'"
 

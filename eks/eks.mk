@@ -36,6 +36,12 @@ eks-tools: ## check that terraform (or tofu) and the AWS CLI are installed and E
 eks-init: eks-tools ## terraform/tofu init of eks/ (downloads the pinned modules and providers)
 	$(EKS_TF_CMD) init -input=false
 
+.PHONY: eks-lock
+eks-lock: ## write eks/.terraform.lock.hcl with provider hashes for linux_amd64, linux_arm64, darwin_arm64 (needs registry access)
+	@if [ -z "$(EKS_TF)" ]; then \
+	  echo "error: neither terraform nor tofu is on PATH (or set EKS_TF)" >&2; exit 1; fi
+	$(EKS_TF_CMD) providers lock -platform=linux_amd64 -platform=linux_arm64 -platform=darwin_arm64
+
 .PHONY: eks-plan
 eks-plan: eks-init ## show what `make eks-up` would change (EKS_VARS=file.tfvars optional)
 	$(EKS_TF_CMD) plan -input=false $(EKS_VAR_ARGS) $(EKS_TF_ARGS)
@@ -88,6 +94,13 @@ eks-down: eks-tools ## destroy everything eks-up created (needs EKS_CONFIRM=yes;
 	  --all -n "$$ns" --ignore-not-found --timeout=5m
 	$(EKS_TF_CMD) destroy -input=false -auto-approve $(EKS_VAR_ARGS) $(EKS_TF_ARGS)
 
+.PHONY: eks-minio
+eks-minio: ## build the pinned MinIO that enforces eks/'s IAM policies in tests (cached in .tools/minio)
+	tests/eks_support/build-minio.sh "$(TOOLS)"
+
+# tests/test_eks_s3_policies.py (part of `make test`) runs logberg against that MinIO.
+test: eks-minio
+
 .PHONY: eks-checkov-venv
 eks-checkov-venv: ## install checkov into .tools/checkov-venv (idempotent; reuses an existing venv)
 	@if [ -x "$(EKS_CHECKOV_VENV)/bin/checkov" ]; then \
@@ -99,11 +112,13 @@ eks-checkov-venv: ## install checkov into .tools/checkov-venv (idempotent; reuse
 	fi
 
 .PHONY: eks-lint
-eks-lint: eks-checkov-venv $(VENV)/.installed ## static checks of eks/: fmt (if terraform/tofu exists), checkov, tests/test_eks*.py
+eks-lint: eks-checkov-venv $(VENV)/.installed ## static checks of eks/: fmt (if terraform/tofu exists), checkov, the static tests/test_eks*.py
 	@if [ -n "$(EKS_TF)" ]; then $(EKS_TF) fmt -recursive -check $(EKS_DIR); \
 	  else echo "terraform/tofu not on PATH: skipping fmt -check"; fi
-	@# charts/metastore-db-secret holds only External Secrets CRs (no checkov check applies)
-	@# and its schema requires the values Terraform sets, so checkov cannot render it.
+	@# eks/charts hold only External Secrets and SecurityGroupPolicy CRs (no checkov check
+	@# applies) and their schemas require the values Terraform sets: checkov cannot render them.
 	"$(EKS_CHECKOV_VENV)/bin/checkov" -d $(EKS_DIR) --download-external-modules false \
-	  --skip-download --skip-path charts/metastore-db-secret --quiet --compact
-	$(BIN)/pytest tests/test_eks*.py $(PYTEST_ARGS)
+	  --skip-download --skip-path charts/metastore-db-secret --skip-path charts/metastore-pod-sg \
+	  --quiet --compact
+	@# The MinIO policy test (integration) runs in `make test`, after `make eks-minio`.
+	$(BIN)/pytest -m static tests/test_eks*.py $(PYTEST_ARGS)

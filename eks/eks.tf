@@ -10,9 +10,25 @@ module "eks" {
   subnet_ids               = module.vpc.private_subnets
   control_plane_subnet_ids = module.vpc.private_subnets
 
-  endpoint_private_access      = true
+  # Standard support only by default (var.kubernetes_support_type): no silent switch to the
+  # extended-support price when the version ages.
+  upgrade_policy = {
+    support_type = var.kubernetes_support_type
+  }
+
+  endpoint_private_access      = var.cluster_endpoint_private_access
   endpoint_public_access       = var.cluster_endpoint_public_access
   endpoint_public_access_cidrs = var.cluster_endpoint_public_access_cidrs
+
+  # EKS Pod Identity only (iam.tf): no IAM OIDC provider, so no IRSA role can be bound to
+  # a service account of this cluster.
+  enable_irsa = false
+
+  # Security groups for pods (the metastore's own group, rds.tf): the VPC resource
+  # controller manages the trunk and branch ENIs with the cluster role.
+  iam_role_additional_policies = {
+    AmazonEKSVPCResourceController = "arn:${local.partition}:iam::aws:policy/AmazonEKSVPCResourceController"
+  }
 
   # Kubernetes Secrets are envelope-encrypted with a KMS key the module creates
   # (create_kms_key defaults to true); control plane logs go to a log group encrypted
@@ -44,9 +60,22 @@ module "eks" {
   addons = {
     vpc-cni = {
       before_compute = true
-      # Enforce Kubernetes NetworkPolicies (the hive-metastore chart ships one).
       configuration_values = jsonencode({
+        # Enforce Kubernetes NetworkPolicies (the hive-metastore chart ships one).
         enableNetworkPolicy = "true"
+        env = {
+          # Security groups for pods: only the metastore pods reach RDS (rds.tf).
+          ENABLE_POD_ENI = "true"
+          # "standard", not "strict": required with NetworkPolicy enforcement, and strict
+          # mode cuts pods with their own group off the node-local Pod Identity agent.
+          POD_SECURITY_GROUP_ENFORCING_MODE = "standard"
+        }
+        init = {
+          env = {
+            # kubelet TCP probes of pods on branch ENIs.
+            DISABLE_TCP_EARLY_DEMUX = "true"
+          }
+        }
       })
     }
     eks-pod-identity-agent = {
@@ -54,6 +83,26 @@ module "eks" {
     }
     kube-proxy = {}
     coredns    = {}
+  }
+
+  # CoreDNS runs on the node security group; the metastore pods have their own (rds.tf).
+  node_security_group_additional_rules = {
+    metastore_pods_dns_tcp = {
+      description              = "DNS from the hive-metastore pods (security groups for pods)"
+      protocol                 = "tcp"
+      from_port                = 53
+      to_port                  = 53
+      type                     = "ingress"
+      source_security_group_id = aws_security_group.metastore_pods.id
+    }
+    metastore_pods_dns_udp = {
+      description              = "DNS from the hive-metastore pods (security groups for pods)"
+      protocol                 = "udp"
+      from_port                = 53
+      to_port                  = 53
+      type                     = "ingress"
+      source_security_group_id = aws_security_group.metastore_pods.id
+    }
   }
 
   eks_managed_node_groups = {

@@ -2,9 +2,19 @@
 # tests/test_eks.py can check every key against the charts' values.schema.json. No
 # value here is a credential: the metastore's password reaches its pod through
 # External Secrets (see README.md, "Secret flow").
+#
+# Ordering: every release depends on module.eks as a whole (the node groups and the
+# add-ons, CoreDNS and the VPC CNI included), not only on outputs such as the cluster
+# name: `wait = true` would otherwise time out on pods that have no node yet.
 
 locals {
   chart_count = var.install_charts ? 1 : 0
+
+  # The hive-metastore chart's selector labels (every pod of the release carries them).
+  metastore_pod_labels = {
+    "app.kubernetes.io/name"     = "hive-metastore"
+    "app.kubernetes.io/instance" = local.metastore_release_name
+  }
 
   metastore_values = {
     image = {
@@ -159,7 +169,7 @@ resource "helm_release" "spark_operator" {
     }),
   ]
 
-  depends_on = [kubernetes_namespace_v1.spark, aws_eks_pod_identity_association.spark]
+  depends_on = [module.eks, kubernetes_namespace_v1.spark, aws_eks_pod_identity_association.spark]
 }
 
 # External Secrets Operator: turns the RDS-managed secret into a Kubernetes Secret.
@@ -190,7 +200,7 @@ resource "helm_release" "external_secrets" {
     }
   })]
 
-  depends_on = [aws_eks_pod_identity_association.external_secrets]
+  depends_on = [module.eks, aws_eks_pod_identity_association.external_secrets]
 }
 
 # SecretStore + ExternalSecret (local chart in eks/charts): the ARN of the secret and
@@ -211,11 +221,31 @@ resource "helm_release" "metastore_db_secret" {
   })]
 
   depends_on = [
+    module.eks,
     helm_release.external_secrets,
     kubernetes_namespace_v1.metastore,
     aws_iam_role_policy.metastore,
     aws_iam_role_policy.external_secrets,
   ]
+}
+
+# SecurityGroupPolicy (local chart eks/charts/metastore-pod-sg): the pods of the
+# hive-metastore release, its schema Job included, get the metastore pod security group,
+# the only one RDS admits (rds.tf). Installed before the metastore: the VPC resource
+# controller assigns groups when a pod is created.
+resource "helm_release" "metastore_pod_sg" {
+  count = local.chart_count
+
+  name      = "metastore-pod-sg"
+  chart     = "${path.module}/charts/metastore-pod-sg"
+  namespace = var.metastore_namespace
+
+  values = [yamlencode({
+    podLabels        = local.metastore_pod_labels
+    securityGroupIds = [aws_security_group.metastore_pods.id]
+  })]
+
+  depends_on = [module.eks, kubernetes_namespace_v1.metastore]
 }
 
 resource "helm_release" "hive_metastore" {
@@ -237,10 +267,14 @@ resource "helm_release" "hive_metastore" {
   }
 
   depends_on = [
+    module.eks,
     helm_release.metastore_db_secret,
+    helm_release.metastore_pod_sg,
     aws_eks_pod_identity_association.metastore,
     aws_iam_role_policy.metastore,
-    aws_vpc_security_group_ingress_rule.metastore_db_from_nodes,
+    aws_vpc_security_group_ingress_rule.metastore_db_from_metastore_pods,
+    aws_vpc_security_group_ingress_rule.metastore_pods_thrift,
+    aws_vpc_security_group_egress_rule.metastore_pods_db,
   ]
 }
 
@@ -261,6 +295,7 @@ resource "helm_release" "logberg" {
   }
 
   depends_on = [
+    module.eks,
     helm_release.spark_operator,
     helm_release.hive_metastore,
     aws_eks_pod_identity_association.spark,

@@ -136,21 +136,23 @@ data "aws_iam_policy_document" "external_secrets_trust" {
 }
 
 # ---------------------------------------------------------------------------
-# Spark: read raw/ in the raw bucket, read/write the warehouse bucket.
+# Spark: read raw/ in the raw bucket, read/write the warehouse bucket. The S3A
+# permissions (Hadoop's "Restricting S3A operations through AWS Policies"): read needs
+# s3:ListBucket on the bucket and s3:GetObject; write adds s3:PutObject, s3:DeleteObject,
+# s3:AbortMultipartUpload and s3:ListBucketMultipartUploads.
 # ---------------------------------------------------------------------------
 
 data "aws_iam_policy_document" "spark" {
+  # Unconditioned on purpose. S3A HEADs every path it probes (a directory, a file that
+  # may not exist); a HEAD carries no s3:prefix, and S3 answers a missing key with 403
+  # instead of 404 to a caller without s3:ListBucket, so a prefix condition here fails
+  # the first probe with AccessDenied (tests/test_eks_s3_policies.py). Key names in the
+  # raw bucket become listable; reading stays limited to raw/ (ReadRawLogs).
   statement {
-    sid       = "ListRawPrefix"
+    sid       = "ListRawBucket"
     effect    = "Allow"
     actions   = ["s3:ListBucket"]
     resources = [aws_s3_bucket.raw.arn]
-
-    condition {
-      test     = "StringLike"
-      variable = "s3:prefix"
-      values   = [local.raw_prefix, "${local.raw_prefix}*"]
-    }
   }
 
   statement {
@@ -160,11 +162,17 @@ data "aws_iam_policy_document" "spark" {
     resources = [aws_s3_bucket.raw.arn, aws_s3_bucket.warehouse.arn]
   }
 
+  # raw/* and the key "raw" itself: S3A's status probe of the landing directory
+  # s3a://<raw bucket>/raw is a HEAD of "raw" (404: no such object, then it lists raw/);
+  # without GetObject on that key the HEAD is a 403 and the ingest fails.
   statement {
-    sid       = "ReadRawLogs"
-    effect    = "Allow"
-    actions   = ["s3:GetObject", "s3:GetObjectVersion"]
-    resources = ["${aws_s3_bucket.raw.arn}/${local.raw_prefix}*"]
+    sid     = "ReadRawLogs"
+    effect  = "Allow"
+    actions = ["s3:GetObject", "s3:GetObjectVersion"]
+    resources = [
+      "${aws_s3_bucket.raw.arn}/${local.raw_dir}",
+      "${aws_s3_bucket.raw.arn}/${local.raw_prefix}*",
+    ]
   }
 
   statement {

@@ -43,8 +43,10 @@ locals {
   access_logs_bucket_name = "${var.bucket_prefix}-access-logs-${local.account_id}"
 
   # Where the jobs read and write. Raw logs live under raw/ (the only prefix the Spark
-  # role may read); the Iceberg warehouse under warehouse/.
-  raw_prefix    = "raw/"
+  # role may read); the Iceberg warehouse under warehouse/. raw_dir is the key S3A HEADs
+  # when it looks at the landing directory itself (s3a://<raw bucket>/raw).
+  raw_dir       = "raw"
+  raw_prefix    = "${local.raw_dir}/"
   landing_uri   = "s3a://${local.raw_bucket_name}/${local.raw_prefix}"
   warehouse_uri = "s3a://${local.warehouse_bucket_name}/warehouse"
 

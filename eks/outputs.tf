@@ -11,6 +11,16 @@ output "cluster_name" {
 output "cluster_endpoint" {
   description = "Endpoint of the EKS API server."
   value       = module.eks.cluster_endpoint
+
+  # Checked at plan time: the endpoint settings must leave a way in, and only on purpose.
+  precondition {
+    condition     = var.cluster_endpoint_private_access || var.cluster_endpoint_public_access
+    error_message = "cluster_endpoint_private_access and cluster_endpoint_public_access are both false: nothing could reach the EKS API."
+  }
+  precondition {
+    condition     = !var.cluster_endpoint_public_access || length(var.cluster_endpoint_public_access_cidrs) > 0
+    error_message = "cluster_endpoint_public_access is true but cluster_endpoint_public_access_cidrs is empty: list your office/VPN egress CIDRs, or set cluster_endpoint_public_access = false."
+  }
 }
 
 output "kubeconfig_command" {

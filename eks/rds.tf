@@ -1,10 +1,11 @@
 # PostgreSQL for the Hive Metastore: database subnets only, reachable on 5432 from the
-# EKS node security group only, encrypted with the data key, master password generated
-# and rotated by RDS in Secrets Manager (never in Terraform variables or state).
+# metastore pods only (security groups for pods), encrypted with the data key, master
+# password generated and rotated by RDS in Secrets Manager (never in Terraform variables
+# or state).
 
 resource "aws_security_group" "metastore_db" {
   name        = "${var.name}-metastore-db"
-  description = "Metastore PostgreSQL: 5432 from the EKS nodes only"
+  description = "Metastore PostgreSQL: 5432 from the metastore pods only"
   vpc_id      = module.vpc.vpc_id
 
   tags = {
@@ -12,15 +13,78 @@ resource "aws_security_group" "metastore_db" {
   }
 }
 
-# Pods use their node's security group (VPC CNI without security groups for pods), so
-# the node security group is the only source admitted.
-resource "aws_vpc_security_group_ingress_rule" "metastore_db_from_nodes" {
+# Only the metastore pods reach the database. Every other pod shares its node's security
+# group, so a rule admitting the node security group would admit every pod in the cluster;
+# the metastore pods get their own group instead (security groups for pods: the VPC CNI's
+# ENABLE_POD_ENI in eks.tf and the SecurityGroupPolicy of eks/charts/metastore-pod-sg,
+# which selects the pods of the hive-metastore release, its schema Job included).
+resource "aws_vpc_security_group_ingress_rule" "metastore_db_from_metastore_pods" {
   security_group_id            = aws_security_group.metastore_db.id
-  description                  = "PostgreSQL from EKS nodes (hive-metastore pods)"
+  description                  = "PostgreSQL from the hive-metastore pods (security groups for pods)"
   ip_protocol                  = "tcp"
   from_port                    = 5432
   to_port                      = 5432
+  referenced_security_group_id = aws_security_group.metastore_pods.id
+}
+
+resource "aws_security_group" "metastore_pods" {
+  #checkov:skip=CKV2_AWS_5:Attached to the metastore pods' branch ENIs by the VPC resource controller (SecurityGroupPolicy), not by Terraform.
+  name        = "${var.name}-metastore-pods"
+  description = "hive-metastore pods (security groups for pods): thrift in, database, DNS and AWS APIs out"
+  vpc_id      = module.vpc.vpc_id
+
+  tags = {
+    Name = "${var.name}-metastore-pods"
+  }
+}
+
+# Thrift clients (Spark drivers and executors, the spark-sql toolbox, the helm test) run
+# with the node security group; kubelet probes come from the node too.
+resource "aws_vpc_security_group_ingress_rule" "metastore_pods_thrift" {
+  security_group_id            = aws_security_group.metastore_pods.id
+  description                  = "Hive Metastore thrift from pods on the node security group"
+  ip_protocol                  = "tcp"
+  from_port                    = 9083
+  to_port                      = 9083
   referenced_security_group_id = module.eks.node_security_group_id
+}
+
+resource "aws_vpc_security_group_egress_rule" "metastore_pods_db" {
+  security_group_id            = aws_security_group.metastore_pods.id
+  description                  = "PostgreSQL (the metastore database)"
+  ip_protocol                  = "tcp"
+  from_port                    = 5432
+  to_port                      = 5432
+  referenced_security_group_id = aws_security_group.metastore_db.id
+}
+
+resource "aws_vpc_security_group_egress_rule" "metastore_pods_dns" {
+  for_each = toset(["tcp", "udp"])
+
+  security_group_id            = aws_security_group.metastore_pods.id
+  description                  = "DNS (CoreDNS runs on the node security group)"
+  ip_protocol                  = each.key
+  from_port                    = 53
+  to_port                      = 53
+  referenced_security_group_id = module.eks.node_security_group_id
+}
+
+resource "aws_vpc_security_group_egress_rule" "metastore_pods_aws_apis" {
+  security_group_id = aws_security_group.metastore_pods.id
+  description       = "HTTPS to S3 and STS (through the NAT gateway; no VPC endpoints)"
+  ip_protocol       = "tcp"
+  from_port         = 443
+  to_port           = 443
+  cidr_ipv4         = "0.0.0.0/0"
+}
+
+resource "aws_vpc_security_group_egress_rule" "metastore_pods_pod_identity" {
+  security_group_id = aws_security_group.metastore_pods.id
+  description       = "EKS Pod Identity agent on the node (link-local)"
+  ip_protocol       = "tcp"
+  from_port         = 80
+  to_port           = 80
+  cidr_ipv4         = "169.254.170.23/32"
 }
 
 locals {
@@ -140,9 +204,10 @@ resource "aws_db_instance" "metastore" {
   copy_tags_to_snapshot    = true
   delete_automated_backups = false
 
-  deletion_protection       = var.db_deletion_protection
-  skip_final_snapshot       = var.db_skip_final_snapshot
-  final_snapshot_identifier = "${var.name}-metastore-final"
+  deletion_protection = var.db_deletion_protection
+  skip_final_snapshot = var.db_skip_final_snapshot
+  # Unique per instance: a fixed name collides with the snapshot the previous destroy left.
+  final_snapshot_identifier = "${var.name}-metastore-final-${formatdate("YYYYMMDDhhmmss", time_static.metastore_db_created.rfc3339)}"
 
   auto_minor_version_upgrade  = true
   allow_major_version_upgrade = false
@@ -158,4 +223,12 @@ resource "aws_db_instance" "metastore" {
   monitoring_role_arn = var.db_monitoring_interval > 0 ? aws_iam_role.rds_monitoring[0].arn : null
 
   depends_on = [aws_iam_role_policy_attachment.rds_monitoring, aws_cloudwatch_log_group.metastore_db]
+}
+
+# Created with the database (and destroyed with it): its timestamp names the final
+# snapshot, so every create/destroy cycle leaves a differently named one.
+resource "time_static" "metastore_db_created" {
+  triggers = {
+    identifier = "${var.name}-metastore"
+  }
 }

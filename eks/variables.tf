@@ -98,15 +98,37 @@ variable "log_retention_days" {
 # EKS
 # ---------------------------------------------------------------------------
 
+# The one place to change the Kubernetes minor: the default below (and, for a new minor,
+# the list in its validation). Checked 2026-11-23 against the EKS release calendar: 1.36
+# (EKS release 2026-06, standard support to about 2027-08) and 1.35 (to 2027-03-27) are in
+# standard support; 1.34's ends 2026-12-02; 1.33 and 1.32 are in extended support, which
+# costs $0.60 instead of $0.10 per cluster hour. eks/README.md, "Kubernetes version".
 variable "kubernetes_version" {
-  description = "Kubernetes minor version of the EKS control plane and node groups (1.31 to 1.34)."
+  description = "Kubernetes minor version of the EKS control plane and node groups. Default: the newest in EKS standard support; 1.32-1.34 are in (or about to enter) extended support, which costs 6x per cluster hour."
   type        = string
-  default     = "1.33"
+  default     = "1.36"
 
   validation {
-    condition     = can(regex("^1\\.3[1-4]$", var.kubernetes_version))
-    error_message = "kubernetes_version must be one of 1.31, 1.32, 1.33, 1.34."
+    condition     = contains(["1.32", "1.33", "1.34", "1.35", "1.36"], var.kubernetes_version)
+    error_message = "kubernetes_version must be one of 1.32, 1.33, 1.34, 1.35, 1.36 (the versions EKS offers; 1.32-1.34 cost extended-support rates)."
   }
+}
+
+variable "kubernetes_support_type" {
+  description = "EKS upgrade policy when the version leaves standard support: STANDARD (EKS upgrades the control plane to the next version, no extended-support charge) or EXTENDED (stays, at $0.60 instead of $0.10 per cluster hour)."
+  type        = string
+  default     = "STANDARD"
+
+  validation {
+    condition     = contains(["STANDARD", "EXTENDED"], var.kubernetes_support_type)
+    error_message = "kubernetes_support_type must be STANDARD or EXTENDED."
+  }
+}
+
+variable "cluster_endpoint_private_access" {
+  description = "Serve the EKS API inside the VPC (nodes always use it when on). With cluster_endpoint_public_access = false, Terraform and kubectl must run from inside the VPC (VPN, bastion, peered network)."
+  type        = bool
+  default     = true
 }
 
 variable "cluster_endpoint_public_access" {
@@ -115,14 +137,15 @@ variable "cluster_endpoint_public_access" {
   default     = true
 }
 
+# Required: who may reach the public API endpoint is a decision, not a default. Use [] with
+# cluster_endpoint_public_access = false.
 variable "cluster_endpoint_public_access_cidrs" {
-  description = "IPv4 CIDRs allowed to reach the public EKS API endpoint. Narrow this to your office/VPN egress addresses."
+  description = "IPv4 CIDRs allowed to reach the public EKS API endpoint: your office/VPN egress addresses. Required; 0.0.0.0/0 is refused (set cluster_endpoint_public_access = false and use the private endpoint instead of opening it to everyone)."
   type        = list(string)
-  default     = ["0.0.0.0/0"]
 
   validation {
-    condition     = length(var.cluster_endpoint_public_access_cidrs) > 0 && alltrue([for c in var.cluster_endpoint_public_access_cidrs : can(cidrnetmask(c))])
-    error_message = "cluster_endpoint_public_access_cidrs must be a non-empty list of valid IPv4 CIDRs."
+    condition     = alltrue([for c in var.cluster_endpoint_public_access_cidrs : can(cidrnetmask(c)) && !endswith(c, "/0")])
+    error_message = "cluster_endpoint_public_access_cidrs must be valid IPv4 CIDRs other than a /0, e.g. [\"203.0.113.0/24\"]."
   }
 }
 
@@ -143,7 +166,7 @@ variable "admin_principal_arns" {
 }
 
 variable "system_node_group" {
-  description = "On-demand \"system\" node group (label logberg.io/pool=system): the metastore, the operators and cluster add-ons. There is no cluster autoscaler: desired_size is the node count at creation."
+  description = "On-demand \"system\" node group (label logberg.io/pool=system): the metastore, the operators and cluster add-ons (Nitro types with trunk ENI support: the metastore pods use security groups for pods). There is no cluster autoscaler: desired_size is the node count at creation."
   type = object({
     instance_types = list(string)
     min_size       = number
@@ -170,6 +193,13 @@ variable "system_node_group" {
       var.system_node_group.disk_size_gib >= 20 && var.system_node_group.disk_size_gib <= 1000
     )
     error_message = "system_node_group: instance types like m6i.large, 1 <= min_size <= desired_size <= max_size <= 50, disk_size_gib 20-1000."
+  }
+
+  # The metastore pods get their own security group (security groups for pods), which needs
+  # Nitro instances with trunk ENI support: not the burstable t family.
+  validation {
+    condition     = alltrue([for t in var.system_node_group.instance_types : !can(regex("^t[0-9]", t))])
+    error_message = "system_node_group: t-family instance types do not support security groups for pods (the metastore's database access); use e.g. m6i.large."
   }
 }
 
@@ -479,14 +509,17 @@ variable "metastore_db_creds_name" {
   }
 }
 
+# After RDS rotates the password, new metastore connections fail until this refresh has
+# copied it into the Kubernetes Secret and the metastore has restarted with it: this is the
+# bound on that outage (eks/README.md, "Secret flow").
 variable "metastore_db_creds_refresh_interval" {
-  description = "How often External Secrets re-reads the RDS-managed secret (picks up RDS's automatic password rotation), as a Go duration."
+  description = "How often External Secrets re-reads the RDS-managed secret, so a rotated password reaches the metastore: 1m to 60m (e.g. 5m). Each refresh is one Secrets Manager GetSecretValue (5m: about 8,600 calls, $0.04, a month)."
   type        = string
-  default     = "1h"
+  default     = "5m"
 
   validation {
-    condition     = can(regex("^([0-9]+(s|m|h))+$", var.metastore_db_creds_refresh_interval))
-    error_message = "metastore_db_creds_refresh_interval must be a duration such as 15m or 1h."
+    condition     = can(regex("^([1-9]|[1-5][0-9]|60)m$", var.metastore_db_creds_refresh_interval))
+    error_message = "metastore_db_creds_refresh_interval must be whole minutes from 1m to 60m, e.g. 5m."
   }
 }
 

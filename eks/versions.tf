@@ -17,5 +17,11 @@ terraform {
       source  = "hashicorp/kubernetes"
       version = "~> 2.37"
     }
+    # time_static names the database's final snapshot (rds.tf); the EKS module needs this
+    # provider anyway.
+    time = {
+      source  = "hashicorp/time"
+      version = "~> 0.13"
+    }
   }
 }

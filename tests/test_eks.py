@@ -10,106 +10,30 @@ import re
 import shutil
 import subprocess
 from collections.abc import Iterator
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-import hcl2
 import pytest
 import tomllib
+
+from tests.eks_support.terraform import (
+    Renderer,
+    as_list,
+    blocks,
+    locals_,
+    parsed,
+    resources,
+    statements,
+    tf_files,
+    typed_blocks,
+    walk,
+)
 
 pytestmark = pytest.mark.static
 
 REPO = Path(__file__).resolve().parents[1]
 EKS = REPO / "eks"
-TF_FILES = sorted(EKS.glob("*.tf"))
-META_KEYS = {"__is_block__", "__start_line__", "__end_line__", "__comments__"}
-
-
-# ---------------------------------------------------------------------------
-# Parsing helpers. python-hcl2 >= 7 keeps the quotes of string literals and of block
-# labels ('"aws_s3_bucket"', '"eu-west-1"'); older releases drop them. norm() removes
-# them and the parser's bookkeeping keys so the checks work with either.
-# ---------------------------------------------------------------------------
-
-
-def unquote(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] == '"':
-        return value[1:-1]
-    return value
-
-
-def norm(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {unquote(k): norm(v) for k, v in node.items() if k not in META_KEYS}
-    if isinstance(node, list):
-        return [norm(v) for v in node]
-    if isinstance(node, str):
-        return unquote(node)
-    return node
-
-
-@cache
-def parsed(path: Path) -> dict[str, Any]:
-    with path.open(encoding="utf-8") as fh:
-        return norm(hcl2.load(fh))
-
-
-def blocks(kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Top-level blocks of one kind with a single label: variable, output, module."""
-    for path in TF_FILES:
-        for entry in parsed(path).get(kind, []):
-            yield from entry.items()
-
-
-def typed_blocks(kind: str, type_name: str | None = None) -> Iterator[tuple[str, str, Any]]:
-    """resource/data blocks as (type, name, body), optionally of one type."""
-    for path in TF_FILES:
-        for entry in parsed(path).get(kind, []):
-            for rtype, named in entry.items():
-                if type_name is not None and rtype != type_name:
-                    continue
-                for name, body in named.items():
-                    yield rtype, name, body
-
-
-def resources(type_name: str) -> dict[str, dict[str, Any]]:
-    return {name: body for _, name, body in typed_blocks("resource", type_name)}
-
-
-def locals_() -> dict[str, Any]:
-    merged: dict[str, Any] = {}
-    for path in TF_FILES:
-        for entry in parsed(path).get("locals", []):
-            merged.update(entry)
-    return merged
-
-
-def as_list(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    return value if isinstance(value, list) else [value]
-
-
-def walk(node: Any) -> Iterator[Any]:
-    yield node
-    if isinstance(node, dict):
-        for v in node.values():
-            yield from walk(v)
-    elif isinstance(node, list):
-        for v in node:
-            yield from walk(v)
-
-
-def statements(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """statement blocks of an aws_iam_policy_document, including dynamic ones."""
-    found = list(as_list(doc.get("statement")))
-    for dyn in as_list(doc.get("dynamic")):
-        for label, body in dyn.items():
-            if label == "statement":
-                for content in as_list(body.get("content")):
-                    found.append(content)
-    return found
+TF_FILES = tf_files()
 
 
 def expr(value: Any) -> str:
@@ -279,7 +203,6 @@ def test_no_public_ingress_on_postgres() -> None:
     assert db_rules, "no ingress rule for the metastore DB security group"
     for rule in db_rules:
         assert rule["from_port"] == 5432 and rule["to_port"] == 5432
-        assert "module.eks.node_security_group_id" in rule["referenced_security_group_id"]
         assert "cidr_ipv4" not in rule and "cidr_ipv6" not in rule
 
 
@@ -392,14 +315,17 @@ def test_iam_policies_name_specific_resources() -> None:
 def test_spark_and_metastore_permissions_scoped() -> None:
     docs = {name: body for _, name, body in typed_blocks("data", "aws_iam_policy_document")}
     spark = {s["sid"]: s for s in statements(docs["spark"])}
-    assert spark["ReadRawLogs"]["resources"] == ["${aws_s3_bucket.raw.arn}/${local.raw_prefix}*"]
+    assert spark["ReadRawLogs"]["resources"] == [
+        "${aws_s3_bucket.raw.arn}/${local.raw_dir}",
+        "${aws_s3_bucket.raw.arn}/${local.raw_prefix}*",
+    ]
     assert set(spark["ReadRawLogs"]["actions"]) <= {"s3:GetObject", "s3:GetObjectVersion"}
     assert "s3:PutObject" in spark["ReadWriteWarehouse"]["actions"]
     assert spark["ReadWriteWarehouse"]["resources"] == ["${aws_s3_bucket.warehouse.arn}/*"]
     for st in statements(docs["spark"]):  # spark never writes raw
         if any(a in ("s3:PutObject", "s3:DeleteObject") for a in st["actions"]):
             assert "aws_s3_bucket.raw" not in str(st["resources"])
-    assert locals_()["raw_prefix"] == "raw/"
+    assert Renderer().value("${local.raw_prefix}") == "raw/"
     meta = {s["sid"]: s for s in statements(docs["metastore"])}
     assert meta["ReadDbSecret"]["resources"] == [
         "${aws_db_instance.metastore.master_user_secret[0].secret_arn}"
@@ -457,7 +383,7 @@ def test_key_variable_validations_present() -> None:
         "db_backup_retention_days",
     ):
         assert variables[name].get("validation"), name
-    assert "3[1-4]" in str(variables["kubernetes_version"]["validation"])
+    assert "contains(" in str(variables["kubernetes_version"]["validation"])
     assert "per_az" in str(variables["nat_mode"]["validation"])
 
 
@@ -713,7 +639,10 @@ def test_make_targets_documented() -> None:
     targets = re.findall(r"^([a-zA-Z0-9_-]+):(?!=)(.*)$", text, re.M)
     names = {t for t, _ in targets}
     assert {"eks-up", "eks-down", "eks-plan", "eks-demo", "eks-checkov-venv"} <= names
+    root = (REPO / "Makefile").read_text()
     for name, rest in targets:
+        if re.search(rf"^{name}:.*## ", root, re.M):
+            continue  # a prerequisite added to a documented root target (test: eks-minio)
         assert "## " in rest, f"target {name} has no ## description"
     assert re.search(r"^EKS_VARS\s+\?=", text, re.M) and "EKS_CONFIRM" in text
     assert "checkov:" not in re.sub(r"eks-checkov-venv:", "", text)
@@ -746,10 +675,12 @@ def test_checkov_passes() -> None:
             "--download-external-modules",
             "false",
             "--skip-download",
-            # Only SecretStore/ExternalSecret CRs (no checkov check applies) whose schema
-            # requires values Terraform sets; rendering with defaults fails by design.
+            # Only External Secrets and SecurityGroupPolicy CRs (no checkov check applies)
+            # whose schemas require values Terraform sets; rendering with defaults fails.
             "--skip-path",
             "charts/metastore-db-secret",
+            "--skip-path",
+            "charts/metastore-pod-sg",
             "--quiet",
             "--compact",
         ],
@@ -786,9 +717,363 @@ def test_local_db_secret_chart_renders() -> None:
     assert store["role"].endswith(":role/logberg-metastore")
     ext = docs["ExternalSecret"]["spec"]
     assert ext["target"]["name"] == "hive-metastore-db"
-    assert ext["dataFrom"][0]["extract"]["key"].startswith("arn:aws:secretsmanager:")
+    # Exactly the keys the hive-metastore chart reads, from the RDS secret's JSON.
+    assert {d["secretKey"]: d["remoteRef"]["property"] for d in ext["data"]} == {
+        "username": "username",
+        "password": "password",
+    }
+    assert {d["remoteRef"]["key"] for d in ext["data"]} == {sets.split("secretArn=")[1]}
+    assert ext["refreshInterval"] == "5m" and "dataFrom" not in ext
     # Without the Terraform-set values the chart refuses to render.
     bad = subprocess.run(
         [exe, "template", "x", str(chart)], capture_output=True, text=True, check=False
     )
     assert bad.returncode != 0
+
+
+# ---------------------------------------------------------------------------
+# Issue #20: what would break on the first apply. Each test below fails on the eks/ and
+# values-eks.yaml files of c7906fa (checked when the test was written).
+# ---------------------------------------------------------------------------
+
+TF = Renderer(
+    identifiers={
+        "aws_kms_key.data.arn": "arn:aws:kms:eu-west-1:123456789012:key/test",
+        "aws_db_instance.metastore.master_user_secret[0].secret_arn": (
+            "arn:aws:secretsmanager:eu-west-1:123456789012:secret:rds!db-test"
+        ),
+    }
+)
+
+
+def _helm() -> str | None:
+    local = REPO / ".tools/bin/helm"
+    return str(local) if local.exists() else shutil.which("helm")
+
+
+def _render(chart: Path, release: str, namespace: str, *args: str) -> list[dict[str, Any]]:
+    exe = _helm()
+    if exe is None:
+        pytest.skip("helm not installed: run `make tools`")
+    out = subprocess.run(
+        [exe, "template", release, str(chart), "-n", namespace, *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    import yaml
+
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def _values_eks(chart: str) -> dict[str, Any]:
+    import yaml
+
+    return dict(yaml.safe_load((REPO / "charts" / chart / "values-eks.yaml").read_text()))
+
+
+def test_spark_may_list_the_raw_bucket_without_prefix_condition() -> None:
+    """Defect 1 (statically; tests/test_eks_s3_policies.py runs it for real): S3A's HEAD of
+    a missing key is a 403 unless s3:ListBucket is granted without an s3:prefix condition,
+    and S3A's probe of the landing directory is a HEAD of the key "raw"."""
+    spark = TF.document("spark")["Statement"]
+    raw = TF.reference("aws_s3_bucket.raw.arn")
+    listing = [st for st in spark if "s3:ListBucket" in st["Action"] and st["Resource"] == [raw]]
+    assert listing and all("Condition" not in st for st in listing)
+    reads = {r for st in spark if "s3:GetObject" in st["Action"] for r in st["Resource"]}
+    assert {f"{raw}/raw", f"{raw}/raw/*"} <= reads
+    assert not any(r in reads for r in (f"{raw}/*", f"{raw}/raw*"))
+
+
+def test_db_secret_refresh_is_bounded() -> None:
+    """Defect 2, the Terraform side: External Secrets re-reads the rotated RDS secret often
+    enough to bound the outage (at most 60m, default 5m), and the value reaches the chart."""
+    var = dict(blocks("variable"))["metastore_db_creds_refresh_interval"]
+    pattern = re.search(r'regex\("(.+?)",', str(var["validation"]))
+    assert pattern, "refresh interval validation must be a regex"
+    regex = re.compile(pattern.group(1).replace("\\\\", "\\"))
+    for ok in ("1m", "5m", "15m", "60m"):
+        assert regex.fullmatch(ok), ok
+    for bad in ("2h", "90m", "0m", "1h30m", "24h", "30s"):
+        assert not regex.fullmatch(bad), bad
+    default = var["default"]
+    assert regex.fullmatch(default) and int(default[:-1]) <= 15
+    schema = json.loads((EKS / "charts/metastore-db-secret/values.schema.json").read_text())
+    assert schema["properties"]["refreshInterval"]["pattern"] == pattern.group(1).replace(
+        "\\\\", "\\"
+    )
+    rel = resources("helm_release")["metastore_db_secret"]
+    assert "refreshInterval = var.metastore_db_creds_refresh_interval" in rel["values"][0]
+
+
+def test_metastore_reads_db_credentials_from_mounted_files() -> None:
+    """Defect 2, the chart side: a Secret in env is read once at container start; a Secret
+    volume (without subPath) is updated in place by the kubelet after a rotation, which the
+    image's entrypoint watches to restart the metastore JVM."""
+    values = _values_eks("hive-metastore")
+    docs = _render(
+        REPO / "charts/hive-metastore",
+        "hive-metastore",
+        "metastore",
+        "-f",
+        str(REPO / "charts/hive-metastore/values-eks.yaml"),
+    )
+    [deploy] = [d for d in docs if d["kind"] == "Deployment"]
+    pod = deploy["spec"]["template"]["spec"]
+    [container] = [c for c in pod["containers"] if c["name"] == "metastore"]
+    secret = values["database"]["existingSecret"]
+    env_refs = [e for e in container.get("env", []) if "secretKeyRef" in e.get("valueFrom", {})]
+    assert not [e for e in env_refs if e["valueFrom"]["secretKeyRef"]["name"] == secret]
+    volumes = {
+        v["name"] for v in pod.get("volumes", []) if v.get("secret", {}).get("secretName") == secret
+    }
+    mounts = [m for m in container.get("volumeMounts", []) if m["name"] in volumes]
+    assert mounts and all("subPath" not in m for m in mounts)
+
+
+def _dependencies(address: str) -> tuple[set[str], bool]:
+    """(resources `address` depends on, transitively; whether any of them, or it, has
+    `depends_on = [module.eks]`). References to module.eks outputs (cluster_name...) wait
+    only for those outputs, not for the node groups and add-ons."""
+    types = {rtype for rtype, _, _ in typed_blocks("resource")}
+    seen: set[str] = set()
+    whole_module = False
+    todo = [address]
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        rtype, name = current.split(".", 1)
+        body = resources(rtype).get(name, {})
+        deps = [str(d) for d in as_list(body.get("depends_on"))]
+        if "${module.eks}" in deps:
+            whole_module = True
+        text = str({k: v for k, v in body.items() if k != "depends_on"}) + " ".join(deps)
+        for _ in range(4):  # locals may refer to locals
+            for lname in re.findall(r"local\.(\w+)", text):
+                if lname in locals_() and f"<local {lname}>" not in text:
+                    text += f" <local {lname}> {locals_()[lname]}"
+        for rtype_ref, rname in re.findall(r"\b([a-z][a-z0-9_]*)\.([a-z0-9_]+)\b", text):
+            if rtype_ref in types and rname in resources(rtype_ref):
+                todo.append(f"{rtype_ref}.{rname}")
+    return seen, whole_module
+
+
+def test_every_helm_release_waits_for_nodes_and_addons() -> None:
+    """Defect 3: a release installed before the node groups and add-ons exist times out
+    waiting for pods that have no node."""
+    releases = resources("helm_release")
+    assert {"external_secrets", "spark_operator", "hive_metastore", "logberg"} <= set(releases)
+    for name in releases:
+        _, waits = _dependencies(f"helm_release.{name}")
+        assert waits, f"helm_release.{name} does not depend on module.eks as a whole"
+    for name in resources("kubernetes_namespace_v1"):
+        assert _dependencies(f"kubernetes_namespace_v1.{name}")[1], name
+
+
+def _node_groups() -> dict[str, tuple[dict[str, str], list[dict[str, str]]]]:
+    """Node group -> (labels, taints in Kubernetes spelling), as eks.tf creates them."""
+    effects = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute"}
+    effects["PREFER_NO_SCHEDULE"] = "PreferNoSchedule"
+    out = {}
+    for name, group in dict(blocks("module"))["eks"]["eks_managed_node_groups"].items():
+        labels = TF.data(group.get("labels", {}))
+        taints = [
+            {**t, "effect": effects[t["effect"]]} for t in TF.data(group.get("taints", {})).values()
+        ]
+        out[name] = (labels, taints)
+    return out
+
+
+def _schedulable_on(selector: dict[str, str], tolerations: list[dict[str, str]]) -> list[str]:
+    def tolerated(taint: dict[str, str]) -> bool:
+        for t in tolerations:
+            if t.get("key") != taint["key"] or t.get("effect", taint["effect"]) != taint["effect"]:
+                continue
+            if t.get("operator", "Equal") == "Exists" or t.get("value") == taint["value"]:
+                return True
+        return False
+
+    return [
+        name
+        for name, (labels, taints) in _node_groups().items()
+        if selector.items() <= labels.items() and all(tolerated(t) for t in taints)
+    ]
+
+
+def test_eks_values_schedule_on_the_node_groups_terraform_creates() -> None:
+    """Defect 4: charts/*/values-eks.yaml and helm.tf select node groups eks.tf creates
+    (labels) and tolerate their taints, or executors stay Pending."""
+    assert set(_node_groups()) == {"system", "spark"}
+    logberg = _values_eks("logberg")["spark"]
+    tf_logberg = TF.data(locals_()["logberg_values"]["spark"])
+    tf_metastore = {k: locals_()["metastore_values"][k] for k in ("nodeSelector", "tolerations")}
+    placements = {
+        "values-eks executor": (logberg["executor"], ["spark"]),
+        "values-eks driver": (logberg["driver"], ["system"]),
+        "helm.tf executor": (tf_logberg["executor"], ["spark"]),
+        "values-eks metastore": (_values_eks("hive-metastore"), ["system"]),
+        "helm.tf metastore": (TF.data(tf_metastore), ["system"]),
+    }
+    for what, (spec, groups) in placements.items():
+        selector = spec.get("nodeSelector") or {}
+        assert selector, f"{what}: no nodeSelector"
+        assert _schedulable_on(selector, spec.get("tolerations") or []) == groups, what
+    assert logberg["executor"]["tolerations"] == tf_logberg["executor"]["tolerations"]
+
+
+def test_eks_values_point_where_terraform_puts_things() -> None:
+    """Defect 4: values-eks.yaml names the metastore Service, buckets and service accounts
+    eks/ creates (placeholders only where the account id or endpoint is needed)."""
+    logberg, metastore = _values_eks("logberg"), _values_eks("hive-metastore")
+    tf = TF.data({k: locals_()[k] for k in ("metastore_uri", "landing_uri", "warehouse_uri")})
+    assert logberg["metastore"]["uri"] == tf["metastore_uri"]
+
+    def shape(uri: str) -> str:  # the bucket's prefix/purpose and the key, without account
+        return re.sub(r"-\d{12}|-<account>", "-ACCOUNT", uri.replace("<prefix>", "logberg"))
+
+    assert shape(logberg["landing"]["uri"]) == shape(tf["landing_uri"])
+    assert shape(logberg["warehouse"]["uri"]) == shape(tf["warehouse_uri"])
+    assert shape(metastore["warehouse"]["dir"]) == shape(tf["warehouse_uri"])
+    variables = dict(blocks("variable"))
+    assert logberg["serviceAccount"]["name"] == variables["spark_service_account"]["default"]
+    assert metastore["serviceAccount"]["name"] == variables["metastore_service_account"]["default"]
+    assert (
+        metastore["database"]["existingSecret"] == variables["metastore_db_creds_name"]["default"]
+    )
+    for values in (logberg, metastore):
+        assert values["serviceAccount"].get("annotations", {}) == {}, "Pod Identity: no IRSA"
+
+
+# Checked 2026-11-23 (EKS release calendar, eks/README.md): versions past standard support
+# cost $0.60 instead of $0.10 per cluster hour. 1.34's standard support ends 2026-12-02.
+EXTENDED_OR_ENDING = {"1.31", "1.32", "1.33", "1.34"}
+
+
+def test_kubernetes_version_defaults_to_standard_support() -> None:
+    """Defect 5: the default is the newest version the validation admits and not one in
+    (or days from) extended support; the upgrade policy does not silently extend."""
+    var = dict(blocks("variable"))["kubernetes_version"]
+    allowed = re.findall(r'"(1\.\d+)"', str(var["validation"]))
+    assert allowed and var["default"] == max(allowed, key=lambda v: int(v.split(".")[1]))
+    assert var["default"] not in EXTENDED_OR_ENDING
+    assert not set(allowed) & {"1.29", "1.30", "1.31"}, "versions past extended support"
+    eks = dict(blocks("module"))["eks"]
+    assert eks["kubernetes_version"] == "${var.kubernetes_version}"
+    assert eks["upgrade_policy"] == {"support_type": "${var.kubernetes_support_type}"}
+    assert dict(blocks("variable"))["kubernetes_support_type"]["default"] == "STANDARD"
+
+
+def test_api_endpoint_is_a_decision() -> None:
+    """Defect 5: no 0.0.0.0/0 default; a private endpoint option; a plan that leaves no
+    way in, or a public endpoint without CIDRs, fails naming the setting."""
+    variables = dict(blocks("variable"))
+    cidrs = variables["cluster_endpoint_public_access_cidrs"]
+    assert "default" not in cidrs, "the public CIDRs must be a required decision"
+    assert '"/0"' in str(cidrs["validation"]).replace("\\", "")
+    assert variables["cluster_endpoint_private_access"]["type"] in ("bool", "${bool}")
+    eks = dict(blocks("module"))["eks"]
+    assert eks["endpoint_private_access"] == "${var.cluster_endpoint_private_access}"
+    assert eks["endpoint_public_access_cidrs"] == "${var.cluster_endpoint_public_access_cidrs}"
+    checks = str(dict(blocks("output"))["cluster_endpoint"].get("precondition"))
+    assert "var.cluster_endpoint_private_access || var.cluster_endpoint_public_access" in checks
+    assert "length(var.cluster_endpoint_public_access_cidrs) > 0" in checks
+    example = (EKS / "terraform.tfvars.example").read_text()
+    assert re.search(r"^cluster_endpoint_public_access_cidrs\s*=", example, re.M)
+
+
+def test_pod_identity_only() -> None:
+    """Defect 5: the module's default enable_irsa = true creates an IAM OIDC provider the
+    design does not use; README and values files describe Pod Identity only."""
+    assert dict(blocks("module"))["eks"].get("enable_irsa") is False
+    readme = (EKS / "README.md").read_text()
+    assert "enable_irsa = false" in readme
+    for chart in ("logberg", "hive-metastore"):
+        text = (REPO / "charts" / chart / "values-eks.yaml").read_text()
+        assert "IRSA" not in text and "role-arn" not in text, chart
+
+
+def test_only_metastore_pods_reach_postgres() -> None:
+    """Defect 5: 5432 is admitted from the metastore pods' own security group (security
+    groups for pods), not from the node group that every pod shares."""
+    db_rules = [
+        r
+        for r in resources("aws_vpc_security_group_ingress_rule").values()
+        if r["security_group_id"] == "${aws_security_group.metastore_db.id}"
+    ]
+    assert [r["referenced_security_group_id"] for r in db_rules] == [
+        "${aws_security_group.metastore_pods.id}"
+    ]
+    assert "node_security_group_id" not in str(db_rules)
+    eks = dict(blocks("module"))["eks"]
+    cni = eks["addons"]["vpc-cni"]["configuration_values"]
+    assert 'ENABLE_POD_ENI = "true"' in cni
+    # standard: NetworkPolicies are enforced too, and strict cuts off the Pod Identity agent
+    assert 'POD_SECURITY_GROUP_ENFORCING_MODE = "standard"' in cni
+    assert 'enableNetworkPolicy = "true"' in cni
+    policies = TF.data(eks["iam_role_additional_policies"])
+    assert "arn:aws:iam::aws:policy/AmazonEKSVPCResourceController" in policies.values()
+    # The SecurityGroupPolicy selects exactly the pods of the metastore release.
+    rel = resources("helm_release")["metastore_pod_sg"]
+    assert "securityGroupIds = [aws_security_group.metastore_pods.id]" in rel["values"][0]
+    labels = TF.data(locals_()["metastore_pod_labels"])
+    docs = _render(
+        EKS / "charts/metastore-pod-sg",
+        "metastore-pod-sg",
+        "metastore",
+        "--set-json",
+        f"podLabels={json.dumps(labels)}",
+        "--set-json",
+        'securityGroupIds=["sg-0123456789abcdef0"]',
+    )
+    [sgp] = docs
+    assert sgp["kind"] == "SecurityGroupPolicy"
+    assert sgp["spec"]["podSelector"]["matchLabels"] == labels
+    chart = _render(
+        REPO / "charts/hive-metastore",
+        TF.value("${local.metastore_release_name}"),
+        "metastore",
+        "-f",
+        str(REPO / "charts/hive-metastore/values-eks.yaml"),
+    )
+    db_pods = {
+        d["kind"]: d["spec"]["template"]["metadata"]["labels"]
+        for d in chart
+        if d["kind"] in ("Deployment", "Job")
+    }
+    assert set(db_pods) == {"Deployment", "Job"}
+    for kind, pod_labels in db_pods.items():
+        assert labels.items() <= pod_labels.items(), kind
+
+
+def test_final_snapshot_name_is_unique_per_instance() -> None:
+    """Defect 5: a fixed final_snapshot_identifier collides with the snapshot the previous
+    destroy kept."""
+    [db] = resources("aws_db_instance").values()
+    ident = db["final_snapshot_identifier"]
+    assert "time_static." in ident, ident
+    [(name, stamp)] = resources("time_static").items()
+    assert f"time_static.{name}.rfc3339" in ident
+    assert "var.name" in str(stamp.get("triggers"))
+
+
+LOCK_PLATFORMS = ("linux_amd64", "linux_arm64", "darwin_arm64")
+
+
+def test_provider_lock_file_or_the_reason() -> None:
+    """Defect 5: either a .terraform.lock.hcl with hashes for the three platforms, or
+    eks/README.md says why not and how to create it."""
+    lock = EKS / ".terraform.lock.hcl"
+    if lock.exists():
+        text = lock.read_text()
+        for provider in ("aws", "helm", "kubernetes", "time"):
+            assert f'provider "registry.terraform.io/hashicorp/{provider}"' in text
+        assert text.count("h1:") >= 3 * 4
+        return
+    readme = (EKS / "README.md").read_text()
+    assert ".terraform.lock.hcl" in readme
+    command = re.search(r"providers lock ([^\n`]+)", readme)
+    assert command, "README: the providers lock command"
+    for platform in LOCK_PLATFORMS:
+        assert f"-platform={platform}" in command.group(1)

@@ -42,12 +42,10 @@ class KubePins:
 class Pins:
     spark: str
     scala: str
-    spark_image_tag: str
     iceberg: str
     hadoop: str
     aws_sdk: str
     hive: str
-    hive_image: str
     postgresql_jdbc: str
     versitygw: str
     spark_operator_chart: str
@@ -72,12 +70,10 @@ def pins() -> Pins:
     return Pins(
         spark=raw["spark"]["version"],
         scala=raw["spark"]["scala"],
-        spark_image_tag=raw["spark"]["image_tag"],
         iceberg=raw["iceberg"]["version"],
         hadoop=raw["hadoop"]["version"],
         aws_sdk=raw["hadoop"]["aws_sdk"],
         hive=raw["hive"]["version"],
-        hive_image=raw["hive"]["image"],
         postgresql_jdbc=raw["postgresql"]["jdbc"],
         versitygw=raw["s3"]["versitygw"],
         spark_operator_chart=raw["kubernetes"]["spark_operator_chart"],

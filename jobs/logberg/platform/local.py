@@ -37,7 +37,9 @@ def up(s: LocalSettings, with_s3: bool = False) -> list[str]:
     _layout(s)
     lines = []
     s3_env = None
-    s3_endpoint = None
+    # Another S3-compatible endpoint (LOGBERG_S3_ENDPOINT): the metastore reaches the
+    # warehouse there, with the AWS_* credentials of this environment.
+    s3_endpoint = os.environ.get("LOGBERG_S3_ENDPOINT") or None
     if with_s3 or s3server.is_running(s):
         s3_endpoint = s3server.start(s)
         s3_env = s3server.client_env(s)

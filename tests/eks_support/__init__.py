@@ -1,0 +1,2 @@
+"""Test support for eks/: the Terraform read as data, its IAM policies rendered to the JSON
+AWS would receive, and a MinIO server that enforces them (tests/test_eks*.py)."""
