@@ -371,6 +371,12 @@ def cmd_cluster(a: argparse.Namespace) -> int:
 # ---- setup (build tooling; never reached by a job) ----------------------------------------
 
 
+def cmd_images(a: argparse.Namespace) -> int:
+    from logberg.platform.build import images
+
+    return images.run(a)
+
+
 def cmd_setup(a: argparse.Namespace) -> int:
     from logberg.platform.settings import LocalSettings
 
@@ -532,6 +538,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cp.add_argument("images", nargs="*", help="load: name:tag ...")
     cp.add_argument("--purge", action="store_true", help="down: also delete the cluster home")
+
+    from logberg.platform.build import images  # stdlib only: cheap to import for --help
+
+    ip = command(
+        "images",
+        cmd_images,
+        "build, tag and save the container images (docker buildx or podman; images/README.md)",
+    )
+    images.add_arguments(ip)
 
     sp = command("setup", cmd_setup, "build what local runs need (make setup runs these)")
     sp.add_argument("what", choices=["jars", "cds", "tools", "kubernetes"])

@@ -737,8 +737,8 @@ def report() -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------------- CLI
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m logberg.platform.build.images")
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """The image commands, for `logberg images` and `python -m logberg.platform.build.images`."""
     sub = ap.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="build images whose tags do not exist yet")
     b.add_argument("names", nargs="*", help=f"default: {' '.join(SHIPPED)}")
@@ -755,7 +755,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("builder", help="print the builder `build` uses (exit 2: none)")
     c = sub.add_parser("containers-conf", help="write podman's settings for this machine")
     c.add_argument("path", type=Path)
-    a = ap.parse_args(argv)
+
+
+def run(a: argparse.Namespace) -> int:
+    """Carry out one parsed image command; errors as one line and exit 2 (setting) or 1."""
     try:
         if a.command == "build":
             build(a.names or SHIPPED, force=a.force, no_cache=a.no_cache)
@@ -780,6 +783,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m logberg.platform.build.images")
+    add_arguments(ap)
+    return run(ap.parse_args(argv))
 
 
 if __name__ == "__main__":
