@@ -266,6 +266,8 @@ def controller_manager_argv(s: ClusterSettings, b: Binaries) -> list[str]:
         f"--root-ca-file={pki / 'ca.crt'}",
         f"--service-account-private-key-file={pki / 'sa.key'}",
         "--use-service-account-credentials=true",
+        # Its default is under /usr/libexec/kubernetes, which it would create on the host.
+        f"--flex-volume-plugin-dir={s.kubelet_root / 'volume-plugins'}",
         "--leader-elect=false",
         "--profiling=false",
         "--v=1",

@@ -47,11 +47,16 @@ SYSCTLS = (
     "net.netfilter.nf_conntrack_tcp_timeout_close_wait",
 )
 # Folders on the host that containerd, the CNI library or the kubelet create whatever their
-# configuration says (shim sockets, the CNI result cache, container log links).
+# configuration says (shim sockets, the CNI result cache, container log links, and the
+# device-plugin socket the kubelet always puts in /var/lib/kubelet/device-plugins, a path
+# compiled into it). /usr/libexec/kubernetes is the flex-volume folder's default, kept here
+# in case a component still makes it.
 HOST_DIRS = (
     "/run/containerd",
     "/var/lib/cni",
     "/var/log/containers",
+    "/var/lib/kubelet",
+    "/usr/libexec/kubernetes",
 )
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 OWNED_CHAIN = re.compile(r"^(KUBE-|CNI-|LOGBERG-K8S-)")
@@ -349,7 +354,9 @@ def clean_host_dirs(s: ClusterSettings, record: HostRecord) -> list[str]:
         if existed or not path.exists():
             continue
         for sub in sorted(path.rglob("*"), key=lambda p: -len(p.parts)):
-            if sub.is_dir() and not sub.is_symlink():
+            if sub.is_socket():  # a stopped component's socket (the kubelet's device plugins)
+                sub.unlink(missing_ok=True)
+            elif sub.is_dir() and not sub.is_symlink():
                 with contextlib.suppress(OSError):
                     sub.rmdir()
         try:

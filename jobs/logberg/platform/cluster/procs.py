@@ -131,7 +131,20 @@ def processes_with(marker: str) -> list[tuple[int, str]]:
             continue
         if marker.encode() in raw:
             found.append((int(entry.name), raw.replace(b"\0", b" ").decode(errors="replace")))
-    return [(p, c) for p, c in found if p != os.getpid() and _exists(p)]
+    mine = _ancestors()  # this process and what started it (a make line may name the home)
+    return [(p, c) for p, c in found if p not in mine and _exists(p)]
+
+
+def _ancestors() -> set[int]:
+    """This process and its parents, up to init."""
+    out, pid = set(), os.getpid()
+    while pid > 1 and pid not in out:
+        out.add(pid)
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return out
 
 
 def _exists(pid: int) -> bool:
