@@ -110,7 +110,7 @@ base-images: | $(CONTAINERS_CONF) ## make the Debian base with debootstrap, for 
 
 test-images: | $(CONTAINERS_CONF) ## the images and test fixtures tests/test_containers*.py run (nothing without docker or podman)
 	@if $(IMAGES) builder >/dev/null 2>&1; then \
-	  $(IMAGES) build spark hive-metastore spark-operator test-postgres test-s3; \
+	  $(IMAGES) build spark hive-metastore spark-operator dev-postgres dev-s3; \
 	else \
 	  echo "no container builder (docker with buildx, or podman): the container tests will be skipped"; \
 	fi

@@ -44,7 +44,7 @@ BUCKET = "logberg"
 WAREHOUSE = f"s3a://{BUCKET}/warehouse"
 READY_TIMEOUT = 300.0  # generous bounds for real readiness on a loaded 2-core machine
 JOB_TIMEOUT = 1500.0
-ALL_IMAGES = ("spark", "hive-metastore", "spark-operator", "test-postgres", "test-s3")
+ALL_IMAGES = ("spark", "hive-metastore", "spark-operator", "dev-postgres", "dev-s3")
 SHIPPED = ("spark", "hive-metastore", "spark-operator")
 
 
@@ -271,7 +271,7 @@ def postgres(engine: Engine, tags: dict[str, str], secret_root: Path) -> Postgre
     password = secrets.token_urlsafe(18)
     creds = secret_dir(secret_root / "pg", {"password": password})
     name = engine.start(
-        tags["test-postgres"],
+        tags["dev-postgres"],
         name=f"{PREFIX}-pg",
         env={
             "APP_USER": "hive",
@@ -306,7 +306,7 @@ class S3:
 def s3(engine: Engine, tags: dict[str, str]) -> S3:
     keys = {"access": "lb" + secrets.token_hex(8), "secret": secrets.token_urlsafe(24)}
     name = engine.start(
-        tags["test-s3"],
+        tags["dev-s3"],
         name=f"{PREFIX}-s3",
         secrets_env={
             "ROOT_ACCESS_KEY_ID": keys["access"],
@@ -477,6 +477,38 @@ UNION ALL SELECT 'ip', CAST(date AS STRING), ip_address, request_count, rank
 UNION ALL SELECT 'device', CAST(date AS STRING), device_type, request_count, 0
   FROM nginx_logs.daily_top_devices
 """
+
+
+PACKAGE_DIGEST = """
+import hashlib, pathlib, sys
+import logberg, generator
+h = hashlib.sha256()
+for pkg in (logberg, generator):
+    root = pathlib.Path(pkg.__file__).parent
+    for f in sorted(root.rglob("*.py")):
+        h.update(str(f.relative_to(root.parent)).encode() + b"\\0" + f.read_bytes())
+print(h.hexdigest())
+"""
+
+
+def test_the_spark_image_runs_the_package_as_it_is_in_the_repository(
+    engine: Engine, tags: dict[str, str]
+) -> None:
+    """The image's installed logberg and generator are the repository's, file for file (a
+    cached install layer once shipped an older package under a new tag)."""
+    proc = engine.once(
+        tags["spark"], "python3", "-c", PACKAGE_DIGEST, name=f"{PREFIX}-package", timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    here = subprocess.run(
+        [sys.executable, "-c", PACKAGE_DIGEST],
+        env={**os.environ, "PYTHONPATH": f"{REPO / 'jobs'}:{REPO}"},
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd="/",
+    )
+    assert proc.stdout.strip() == here.stdout.strip()
 
 
 def test_generate_ingest_analytics_in_the_spark_image(
@@ -768,8 +800,8 @@ def test_saved_images_import_into_containerd(
     """`save` writes one archive that `ctr -n k8s.io images import` takes, under the names a
     pod's `image: <name>:<tag>` resolves to (docker.io/library/...)."""
     archive = tmp_path / "images.tar"
-    images.save(["test-s3", "test-postgres"], archive)
-    expected = {f"docker.io/library/{tags[k]}" for k in ("test-s3", "test-postgres")}
+    images.save(["dev-s3", "dev-postgres"], archive)
+    expected = {f"docker.io/library/{tags[k]}" for k in ("dev-s3", "dev-postgres")}
     ctr = ["ctr", "-a", str(containerd), "-n", "k8s.io"]
     done = subprocess.run(
         [*ctr, "images", "import", str(archive)], capture_output=True, text=True, timeout=600
@@ -857,7 +889,7 @@ def test_the_secret_check_finds_a_deleted_secret(
         secrets.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") for _ in range(16)
     )
     (context / "Dockerfile").write_text(
-        f"FROM {tags['test-s3']}\n"
+        f"FROM {tags['dev-s3']}\n"
         "USER root\n"
         "RUN mkdir -p /root/.aws && printf '[default]\\naws_access_key_id = "
         f"{fake_key}\\n' > /root/.aws/credentials\n"

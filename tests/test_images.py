@@ -38,8 +38,8 @@ USERS = {
     "spark": "185:185",
     "hive-metastore": "1000:1000",
     "spark-operator": "185:185",
-    "test-postgres": "postgres",
-    "test-s3": "10001:10001",
+    "dev-postgres": "999:999",
+    "dev-s3": "10001:10001",
 }
 
 
@@ -70,7 +70,18 @@ def test_every_arg_default_equals_versions_toml() -> None:
             if arg in pinned:
                 assert default == pinned[arg], f"{key}: ARG {arg}={default}, pin {pinned[arg]}"
             else:
-                assert arg in {*images.BUILDER_ARGS, "SPARK_IMAGE"}, f"{key}: unknown ARG {arg}"
+                assert arg in {*images.BUILDER_ARGS, "SPARK_IMAGE", "CONTEXT_HASH"}, (
+                    f"{key}: unknown ARG {arg}"
+                )
+
+
+def test_a_run_that_bind_mounts_the_context_names_its_hash() -> None:
+    """buildah keys a RUN's cached layer on the command and its ARGs, not on a bind mount's
+    content: such a RUN must use CONTEXT_HASH, or a changed package ships the old layer."""
+    for key, dockerfile in DOCKERFILES.items():
+        for step in instructions(dockerfile):
+            if step.startswith("RUN --mount=type=bind") and "from=" not in step:
+                assert "${CONTEXT_HASH}" in step, f"{key}: {step[:80]}"
 
 
 def test_pins_are_what_the_images_need() -> None:
@@ -261,7 +272,7 @@ def test_poms_parse() -> None:
 @pytest.fixture()
 def repo_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A copy of what the images read, as the repository images.py sees."""
-    for rel in ("pyproject.toml", "README.md", "jobs", "generator", "images", "tests/images"):
+    for rel in ("pyproject.toml", "README.md", "jobs", "generator", "images"):
         src = REPO / rel
         if src.is_dir():
             shutil.copytree(src, tmp_path / rel, ignore=shutil.ignore_patterns("__pycache__"))
@@ -307,8 +318,8 @@ def test_tags_follow_every_input(repo_copy: Path) -> None:
 def test_tags_follow_the_pins(repo_copy: Path) -> None:
     first = _tag("hive-metastore")
     assert _tag("hive-metastore", pins={**PINS, "postgresql": {"jdbc": "42.7.99"}}) != first
-    assert _tag("test-postgres", pins={**PINS, "postgresql": {"jdbc": "42.7.99"}}) == _tag(
-        "test-postgres"
+    assert _tag("dev-postgres", pins={**PINS, "postgresql": {"jdbc": "42.7.99"}}) == _tag(
+        "dev-postgres"
     ), "only the pins an image declares count"
 
 

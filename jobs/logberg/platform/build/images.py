@@ -8,8 +8,9 @@
     python -m logberg.platform.build.images builder         # docker or podman, or exit 2
     python -m logberg.platform.build.images containers-conf PATH
 
-NAME is `spark`, `hive-metastore`, `spark-operator` (shipped) or `test-postgres`,
-`test-s3` (test fixtures), with or without the `logberg-` prefix.
+NAME is `spark`, `hive-metastore`, `spark-operator` (shipped) or `dev-postgres`, `dev-s3`
+(the dev backends: the logberg-dev chart on kind and the local cluster, and the container
+tests), with or without the `logberg-` prefix.
 
 * One set of Dockerfiles for every builder: `docker buildx` where a Docker daemon answers,
   else podman (buildah underneath). LOGBERG_IMAGE_BUILDER=docker|podman picks one.
@@ -72,7 +73,7 @@ class Spec:
 
     key: str
     dockerfile: str
-    test_only: bool = False
+    dev: bool = False  # a dev backend (charts/logberg-dev, the tests), never run in production
     needs: tuple[str, ...] = ()  # images whose tags this one builds on (build args)
     # Files staged into the context from outside the repository: context path -> source.
     extras: Mapping[str, Callable[[], Path]] = field(default_factory=dict)
@@ -96,16 +97,17 @@ SPECS: dict[str, Spec] = {
         Spec("spark", "images/spark/Dockerfile"),
         Spec("hive-metastore", "images/hive-metastore/Dockerfile"),
         Spec("spark-operator", "images/spark-operator/Dockerfile", needs=("spark",)),
-        Spec("test-postgres", "tests/images/postgres/Dockerfile", test_only=True),
+        Spec("dev-postgres", "images/dev-postgres/Dockerfile", dev=True),
         Spec(
-            "test-s3",
-            "tests/images/s3/Dockerfile",
-            test_only=True,
-            extras={"tests/images/s3/versitygw": _versitygw},
+            "dev-s3",
+            "images/dev-s3/Dockerfile",
+            dev=True,
+            extras={"images/dev-s3/versitygw": _versitygw},
         ),
     )
 }
-SHIPPED = tuple(k for k, s in SPECS.items() if not s.test_only)
+SHIPPED = tuple(k for k, s in SPECS.items() if not s.dev)
+DEV = tuple(k for k, s in SPECS.items() if s.dev)
 
 
 def spec(name: str) -> Spec:
@@ -519,10 +521,13 @@ class Plan:
 
 
 def build_args(
-    s: Spec, p: Mapping[str, Any], base: Base, tags: Mapping[str, str]
+    s: Spec, p: Mapping[str, Any], base: Base, tags: Mapping[str, str], context_hash: str = ""
 ) -> dict[str, str]:
-    """The build arguments of one image: its declared ARGs, valued from versions.toml."""
-    values = {**pin_args(p), "BASE_IMAGE": base.ref}
+    """The build arguments of one image: its declared ARGs, valued from versions.toml, and
+    CONTEXT_HASH, the hash of the staged files. A RUN that bind-mounts the context names
+    it, because buildah keys its layer cache on the command, not on what a mount holds:
+    without it, a changed package would reuse the old layer under a new tag."""
+    values = {**pin_args(p), "BASE_IMAGE": base.ref, "CONTEXT_HASH": context_hash}
     if "spark" in tags:
         values["SPARK_IMAGE"] = tags["spark"]
     out: dict[str, str] = {}
@@ -537,18 +542,20 @@ def build_args(
 def plan(s: Spec, b: Builder, p: Mapping[str, Any], base: Base) -> Plan:
     """The tag of an image for the inputs as they are now (nothing is built)."""
     tags = {need: plan(SPECS[need], b, p, base).tag for need in s.needs}
-    args = build_args(s, p, base, tags)
     files = context_paths(s)
     root = repo_root()
-    h = hashlib.sha256(f"{s.name}\0{base.image_id}\0".encode())
-    for key, value in sorted(args.items()):
-        h.update(f"arg\0{key}\0{value}\0".encode())
     sources = {rel: root / rel for rel in files} | {rel: fn() for rel, fn in s.extras.items()}
+    content = hashlib.sha256()
     for rel, path in sorted(sources.items()):
         data = path.read_bytes()
         executable = os.access(path, os.X_OK)
-        h.update(f"file\0{rel}\0{int(executable)}\0{len(data)}\0".encode())
-        h.update(data)
+        content.update(f"file\0{rel}\0{int(executable)}\0{len(data)}\0".encode())
+        content.update(data)
+    args = build_args(s, p, base, tags, content.hexdigest())
+    h = hashlib.sha256(f"{s.name}\0{base.image_id}\0".encode())
+    for key, value in sorted(args.items()):
+        h.update(f"arg\0{key}\0{value}\0".encode())
+    h.update(content.digest())
     digest = h.hexdigest()
     return Plan(s, f"{s.name}:{logberg_version()}-{digest[:12]}", args, sorted(sources), digest)
 

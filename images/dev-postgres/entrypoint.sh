@@ -1,13 +1,19 @@
 #!/bin/bash
-# test-postgres: initialise a cluster in $PGDATA (first start), create the application
-# role and database, then run PostgreSQL in the foreground.
+# dev-postgres (a dev backend, never for production): initialise a cluster in $PGDATA
+# (first start), create the application role and database, then run PostgreSQL in the
+# foreground.
 #   APP_USER, APP_DB       role and database to create (default hive / metastore)
+#   APP_USER_FILE          or: a file holding the role's name (a mounted Secret key)
 #   APP_PASSWORD_FILE      file holding the role's password (required)
 # Network clients authenticate with scram-sha-256; the local socket trusts the
 # `postgres` superuser (for `podman exec ... psql`).
 set -euo pipefail
 bin=/usr/local/lib/postgresql-bin
-user="${APP_USER:-hive}"
+if [ -n "${APP_USER_FILE:-}" ]; then
+  user="$(cat -- "$APP_USER_FILE")"
+else
+  user="${APP_USER:-hive}"
+fi
 db="${APP_DB:-metastore}"
 : "${APP_PASSWORD_FILE:?APP_PASSWORD_FILE (a file holding the role password) is required}"
 
