@@ -435,7 +435,7 @@ variable "install_charts" {
 variable "spark_operator_chart_version" {
   description = "Version of the kubeflow spark-operator chart. Must equal spark_operator_chart in jobs/logberg/versions.toml (a test checks)."
   type        = string
-  default     = "2.3.0"
+  default     = "2.5.2"
 
   validation {
     condition     = can(regex("^[0-9]+\\.[0-9]+\\.[0-9]+$", var.spark_operator_chart_version))

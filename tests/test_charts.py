@@ -46,18 +46,22 @@ VARIANTS: dict[str, dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
     },
     "logberg": {
         "default": ((), ()),
-        "kind": (("values-kind.yaml",), ()),
+        # values-kind.yaml runs no job by itself (the demo applies the examples): turn the
+        # one-off applications on, as the examples are rendered.
+        "kind": (("values-kind.yaml",), ("ingest.enabled=true", "analytics.enabled=true")),
         "eks": (("values-eks.yaml",), ()),
         "all-on": (
             ("values-kind.yaml",),
             (
+                "ingest.enabled=true",
+                "analytics.enabled=true",
                 "streaming.enabled=true",
                 "maintenance.enabled=true",
                 "spark.dynamicAllocation.enabled=true",
             ),
         ),
     },
-    "logberg-dev": {"default": ((), ())},
+    "logberg-dev": {"default": ((), ()), "local": (("values-local.yaml",), ())},
 }
 CASES = [(c, v) for c, vs in VARIANTS.items() for v in vs]
 CASE_IDS = [f"{c}-{v}" for c, v in CASES]
@@ -117,6 +121,17 @@ def one(items: list[dict[str, Any]], kind: str, name_suffix: str = "") -> dict[s
     return found[0]
 
 
+def generator_job(items: list[dict[str, Any]]) -> dict[str, Any]:
+    """The generator Job (its name ends with a hash of what it runs)."""
+    [job] = [
+        d
+        for d in by_kind(items, "Job")
+        if d["metadata"]["labels"].get("app.kubernetes.io/component") == "generator"
+    ]
+    assert re.fullmatch(r"logberg-generator-[0-9a-f]{8}", job["metadata"]["name"])
+    return job
+
+
 def pod_spec(doc: dict[str, Any]) -> dict[str, Any]:
     if doc["kind"] == "Pod":
         return doc["spec"]
@@ -169,8 +184,11 @@ def test_values_schema_rejects_unknown_keys() -> None:
 # ------------------------------------------------------------------ SparkApplication shape
 SPARK_POD_KEYS = {
     "cores",
+    "coreRequest",
+    "initContainers",
     "coreLimit",
     "memory",
+    "memoryOverhead",
     "serviceAccount",
     "labels",
     "annotations",
@@ -418,7 +436,7 @@ def test_metrics_rbac_spot_and_service_account() -> None:
 
 def test_generator_job_and_toolbox() -> None:
     items = variant_docs("logberg", "kind")
-    job = one(items, "Job", "-generator")
+    job = generator_job(items)
     c = pod_spec(job)["containers"][0]
     assert c["command"] == [
         "python3",
@@ -427,10 +445,15 @@ def test_generator_job_and_toolbox() -> None:
         "--output",
         "s3://logberg/landing",
         "--endpoint-url",
-        "http://logberg-dev-s3.logberg.svc:7070",
+        "http://logberg-dev-s3:7070",
         "--quiet",
     ]
     assert "--seed" in c["args"]
+    # It starts only once the landing bucket exists (no race with the dev backends).
+    [wait] = pod_spec(job)["initContainers"]
+    assert wait["command"][:2] == ["logberg", "wait-ready"]
+    assert wait["command"][2:4] == ["--input", "s3a://logberg/landing"]
+    assert wait["securityContext"]["runAsNonRoot"] is True
     toolbox = one(items, "Deployment", "-toolbox")
     labels = toolbox["spec"]["template"]["metadata"]["labels"]
     assert labels["logberg.io/metastore-client"] == "true"
@@ -463,6 +486,20 @@ def test_no_credentials_in_configmaps_or_rendered_secrets(chart: str, variant: s
     )
     for cm in by_kind(items, "ConfigMap"):
         for key, text in cm.get("data", {}).items():
+            if cm["metadata"]["name"].endswith("-apps"):
+                # SparkApplication specs for `logberg k8s submit`: a credential may appear
+                # only by name, as a reference to a Secret key.
+                spec = yaml.safe_load(text)
+                for role in ("driver", "executor"):
+                    for env in spec[role].get("env", []):
+                        if SECRET_PATTERN.search(env["name"]):
+                            assert "value" not in env, (key, env)
+                            assert "secretKeyRef" in env["valueFrom"], (key, env)
+                text = "\n".join(
+                    line
+                    for line in text.splitlines()
+                    if not re.fullmatch(r"\s*((- name|key): [A-Z_]+|secretKeyRef:)", line)
+                )
             hit = SECRET_PATTERN.search(text)
             assert not hit, f"ConfigMap {cm['metadata']['name']}/{key} mentions {hit.group(0)!r}"
     for d in items:
@@ -717,9 +754,11 @@ def test_chart_versions_agree_with_pins() -> None:
         == ""
     )
     dev = chart("logberg-dev")
-    assert dev["appVersion"] == PINS["s3"]["versitygw"]
+    assert dev["appVersion"] == PYPROJECT["project"]["version"]
     dev_values = yaml.safe_load((CHARTS / "logberg-dev" / "values.yaml").read_text())
-    assert dev_values["bucketJob"]["image"]["tag"] == lb["appVersion"]
+    for key in ("postgres", "s3", "bucketJob"):
+        assert dev_values[key]["image"]["tag"] == "", key  # the deploy sets the content tag
+    assert PINS["kubernetes"]["spark_operator"] == "v" + PINS["kubernetes"]["spark_operator_chart"]
     assert pin_spark_pyproject() == PINS["spark"]["version"]
     kind = yaml.safe_load((CHARTS / "kind" / "kind-config.yaml").read_text())
     assert {n["image"] for n in kind["nodes"]} == {PINS["kubernetes"]["kind_node_image"]}
@@ -732,12 +771,20 @@ def pin_spark_pyproject() -> str:
 
 def test_spark_operator_overrides() -> None:
     values = yaml.safe_load((CHARTS / "values" / "spark-operator.yaml").read_text())
-    assert values["spark"]["jobNamespaces"] == [NAMESPACE]
+    # The namespace comes from K8S_NAMESPACE (the deploy flow sets it), never from this file.
+    assert "jobNamespaces" not in values["spark"]
     assert values["webhook"]["enable"] is True
     assert values["prometheus"]["metrics"]["enable"] is True
-    mk = (CHARTS / "k8s.mk").read_text()
-    assert "spark_operator_chart" in mk and "charts/values/spark-operator.yaml" in mk
+    deploy = (REPO / "jobs" / "logberg" / "platform" / "k8s" / "deploy.py").read_text()
+    assert "spark.jobNamespaces[0]=" in deploy and "spark-operator.yaml" in deploy
     assert not list(CHARTS.glob("**/spark-operator*.tgz")), "the upstream chart is not vendored"
+
+
+def test_no_namespace_is_written_into_values_or_examples() -> None:
+    """Any K8S_NAMESPACE works: services by short name, examples applied with -n."""
+    for path in [*CHARTS.glob("*/values*.yaml"), *(CHARTS / "logberg" / "examples").glob("*")]:
+        text = path.read_text()
+        assert not re.search(r"\.logberg\.svc|namespace: logberg", text), path
 
 
 def _documented(path: Path) -> list[str]:
@@ -815,21 +862,21 @@ def test_helpers_are_namespaced_and_labels_standard(chart: str) -> None:
     "path", sorted((CHARTS / "logberg" / "examples").glob("*.yaml")), ids=lambda p: p.name
 )
 def test_examples_are_plain_spark_applications_matching_the_chart(path: Path) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("render_examples", CHARTS / "render_examples.py")
+    assert spec and spec.loader
+    render_examples = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(render_examples)
     doc = yaml.safe_load(path.read_text())
     assert doc["apiVersion"] == "sparkoperator.k8s.io/v1beta2" and doc["kind"] == "SparkApplication"
     assert "{{" not in path.read_text()
-    assert doc["metadata"]["namespace"] == NAMESPACE and doc["metadata"]["name"].endswith(
-        "-example"
-    )
+    assert "namespace" not in doc["metadata"] and doc["metadata"]["name"].endswith("-example")
     check_spark_app_spec(doc["spec"], path.name)
     component = doc["metadata"]["labels"]["app.kubernetes.io/component"]
-    rendered = docs(
-        "logberg", ("values-kind.yaml",), ("maintenance.enabled=true", "streaming.enabled=true")
-    )
-    chart_spec = copy.deepcopy(one(rendered, "SparkApplication", f"-{component}")["spec"])
-    for role in ("driver", "executor"):
-        chart_spec[role]["labels"].pop("app.kubernetes.io/instance")
-    assert doc["spec"] == chart_spec, f"{path.name} drifted from the chart; regenerate it"
+    rendered = docs("logberg", ("values-kind.yaml",), render_examples.SETS)
+    _, expected = render_examples.example(one(rendered, "SparkApplication", f"-{component}"))
+    assert doc == expected, f"{path.name} drifted from the chart: make k8s-examples"
 
 
 def _make_targets() -> set[str]:
@@ -845,7 +892,7 @@ def _make_targets() -> set[str]:
 def test_readme_make_targets_exist() -> None:
     readme = (CHARTS / "README.md").read_text()
     mentioned = set(re.findall(r"\bmake ([a-z0-9][a-z0-9_-]*)", readme))
-    assert {"kind-up", "kind-demo", "kind-down", "sql-k8s"} <= mentioned
+    assert {"k8s-deploy", "k8s-demo", "kind-up", "kind-demo", "kind-down", "sql-k8s"} <= mentioned
     missing = mentioned - _make_targets()
     assert not missing, f"README mentions make targets that do not exist: {missing}"
 
@@ -858,7 +905,9 @@ def test_k8s_mk_targets_have_help_and_tools_fallbacks() -> None:
             assert "## " in line, f"target {m.group(1)} has no ## description"
     for target in (
         "images",
-        "kind-load",
+        "k8s-deploy",
+        "k8s-demo",
+        "k8s-examples",
         "kind-up",
         "kind-demo",
         "kind-down",
@@ -879,6 +928,7 @@ def test_k8s_mk_targets_have_help_and_tools_fallbacks() -> None:
     assert proc.returncode == 0, proc.stderr
     # The builder reads every pin from versions.toml itself (tests/test_images.py checks it).
     assert "-m logberg.platform.build.images build spark hive-metastore" in proc.stdout
+    assert "dev-postgres dev-s3" in proc.stdout
 
 
 # --------------------------------------------------------------------------------- checkov
@@ -915,3 +965,22 @@ def test_checkov_charts_directory() -> None:
     # manifests above use the real one and pass CKV_K8S_21.
     checkov("-d", str(CHARTS), "--skip-framework", "helm")
     checkov("-d", str(CHARTS), "--framework", "helm", "--skip-check", "CKV_K8S_21")
+
+
+def test_submit_templates_are_the_charts_own_applications() -> None:
+    """`logberg k8s submit` takes its specs from the chart's <release>-apps ConfigMap: each
+    equals the SparkApplication the chart renders for that job, so the chart and the CLI
+    cannot drift; the generator's runs the generator Job's command."""
+    items = variant_docs("logberg", "kind")
+    cm = one(items, "ConfigMap", "-apps")
+    specs = {k.removesuffix(".yaml"): yaml.safe_load(v) for k, v in cm["data"].items()}
+    assert set(specs) == {"ingest", "analytics", "maintenance", "generator"}
+    for component in ("ingest", "analytics"):
+        app = one(items, "SparkApplication", f"-{component}")
+        assert specs[component] == app["spec"], component
+    for name, spec in specs.items():
+        check_spark_app_spec(spec, f"apps/{name}")
+    job = generator_job(items)
+    command = pod_spec(job)["containers"][0]
+    assert specs["generator"]["arguments"] == [*command["command"][2:], *command["args"]]
+    assert specs["maintenance"]["arguments"][0] == "maintain"

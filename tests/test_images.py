@@ -336,11 +336,11 @@ def test_make_targets_use_the_builder() -> None:
     out = proc.stdout
     assert "-m logberg.platform.build.images build spark hive-metastore spark-operator" in out
     assert "-m logberg.platform.build.images base" in out
-    assert "save spark hive-metastore spark-operator -o" in out
+    assert "save spark hive-metastore spark-operator dev-postgres dev-s3 -o" in out
     mk = (REPO / "charts" / "k8s.mk").read_text()
     for target in ("images", "image-spark", "image-hive-metastore", "image-spark-operator"):
         assert re.search(rf"^{target}:.*## ", mk, re.M), target
-    assert "SPARK_OPERATOR_IMAGE ?= upstream" in mk and "CONTAINERS_CONF ?=" in mk
+    assert "SPARK_OPERATOR_IMAGE ?= local" in mk and "CONTAINERS_CONF ?=" in mk
 
 
 def test_containers_conf_is_written_for_this_machine(tmp_path: Path) -> None:

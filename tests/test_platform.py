@@ -257,3 +257,43 @@ def test_port_in_use_names_the_setting(lakehouse_env: dict[str, str], tmp_path: 
     r = run_logberg(["local", "up"], env)
     assert r.returncode == 2
     assert "LOGBERG_METASTORE_PORT" in r.stderr
+
+
+def test_wait_ready_returns_once_the_metastore_and_buckets_answer(
+    lakehouse_env: dict[str, str],
+) -> None:
+    from logberg.platform import s3server
+    from logberg.platform.settings import LocalSettings
+
+    settings = LocalSettings.from_env()
+    s3 = {**s3server.client_env(settings), "LOGBERG_S3_ENDPOINT": settings.s3_endpoint}
+    r = run_logberg(
+        ["wait-ready", "--input", "s3a://logberg/landing", "--timeout", "60"],
+        {**lakehouse_env, **s3},
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("ready after ") and "input s3a://logberg/landing" in r.stdout
+
+
+def test_wait_ready_gives_up_naming_what_is_missing(lakehouse_env: dict[str, str]) -> None:
+    from logberg.platform import s3server
+    from logberg.platform.settings import LocalSettings
+
+    settings = LocalSettings.from_env()
+    s3 = {**s3server.client_env(settings), "LOGBERG_S3_ENDPOINT": settings.s3_endpoint}
+    # The metastore answers, but the landing bucket never appears.
+    r = run_logberg(
+        ["wait-ready", "--input", "s3a://no-such-landing/x", "--timeout", "3", "--interval", "1"],
+        {**lakehouse_env, **s3},
+    )
+    assert r.returncode == 2
+    assert "not ready after" in r.stderr and "--input" in r.stderr
+    assert "no-such-landing" in r.stderr
+    # A metastore that never answers: named by its setting, said once while waiting.
+    r = run_logberg(
+        ["wait-ready", "--timeout", "3", "--interval", "1"],
+        {**lakehouse_env, "LOGBERG_METASTORE_PORT": str(free_port())},
+    )
+    assert r.returncode == 2
+    assert "LOGBERG_METASTORE_URI" in r.stderr and "does not answer" in r.stderr
+    assert r.stderr.count("waiting: ") == 1

@@ -21,8 +21,10 @@ from logberg.errors import ConfigError, ServiceError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from logberg.lakehouse.session import LakehouseConfig
     from logberg.pipeline.analytics import AnalyticsConfig
     from logberg.pipeline.ingest.config import FollowConfig, IngestConfig
+    from logberg.platform.k8s.kube import Kube
 
 log = logging.getLogger("logberg")
 Handler = Callable[[argparse.Namespace], int]
@@ -86,6 +88,18 @@ def default_landing() -> str:
     return LocalSettings.from_env().landing.as_uri()
 
 
+def lakehouse_config() -> LakehouseConfig:
+    """In a cluster: the LOGBERG_* settings. Else the local platform's."""
+    from logberg.lakehouse.session import LakehouseConfig
+
+    if in_cluster():
+        return LakehouseConfig.from_env()
+    from logberg.platform import local
+    from logberg.platform.settings import LocalSettings
+
+    return local.lakehouse_config(LocalSettings.from_env())
+
+
 # ---- local platform and SQL ---------------------------------------------------------------
 
 
@@ -119,6 +133,19 @@ def cmd_sql(args: list[str]) -> int:
     s = LocalSettings.from_env()
     cfg = local.lakehouse_config(s)
     return exec_spark_sql(cfg, local.spark_runtime(s, cfg), args)
+
+
+def cmd_wait_ready(a: argparse.Namespace) -> int:
+    from logberg.lakehouse.readiness import wait_ready
+
+    cfg = lakehouse_config()
+    waited = wait_ready(cfg, a.input, timeout=a.timeout, interval=a.interval)
+    print(
+        f"ready after {waited:.0f}s: metastore {cfg.metastore_uri}, warehouse {cfg.warehouse}"
+        + "".join(f", input {uri}" for uri in a.input),
+        flush=True,
+    )
+    return 0
 
 
 def cmd_query(a: argparse.Namespace) -> int:
@@ -368,6 +395,130 @@ def cmd_cluster(a: argparse.Namespace) -> int:
     return 0
 
 
+# ---- Kubernetes (kind, EKS, the local cluster) --------------------------------------------
+
+
+def k8s_target(a: argparse.Namespace) -> Kube:
+    from logberg.platform.k8s.kube import Kube, Target
+
+    return Kube(Target(namespace=a.namespace, context=a.context, kubeconfig=a.kubeconfig))
+
+
+def cmd_k8s(a: argparse.Namespace) -> int:
+    def say(msg: str) -> None:
+        print(msg, flush=True)
+
+    if a.action == "deploy":
+        return k8s_deploy(a, say)
+    if a.action in ("submit", "status", "logs", "sql"):
+        return k8s_jobs(a, say)
+    from logberg.platform.k8s.apps import wait_app
+
+    kube = k8s_target(a)
+    if a.kind == "app":
+        if not a.name:
+            raise ConfigError("wait app: name the SparkApplication")
+        kube.require_crd()
+        st = wait_app(kube, a.name, a.timeout, say)
+        say(f"SparkApplication {a.name}: {st.state} (attempts {st.attempts})")
+    else:
+        from logberg.platform.k8s.kube import wait
+
+        if bool(a.name) == bool(a.selector):
+            raise ConfigError("wait job: give a NAME or --selector, not both")
+        what = f"Job {a.name}" if a.name else f"the Jobs matching {a.selector}"
+        done = (lambda: kube.job_done(a.name)) if a.name else (lambda: kube.jobs_done(a.selector))
+        took = wait(what, done, a.timeout)
+        say(f"{what}: complete (waited {took:.0f}s)")
+    return 0
+
+
+def k8s_jobs(a: argparse.Namespace, say: Callable[[str], None]) -> int:
+    """submit, status, logs and sql: the jobs of an installed release."""
+    from logberg.output import write_rows
+    from logberg.platform.k8s import submit
+
+    kube = k8s_target(a)
+    if a.action == "status":
+        header = ["NAME", "STATE", "ATTEMPTS", "START", "DURATION", "DRIVER"]
+        write_rows(header, submit.status_rows(kube), "table", sys.stdout)
+        return 0
+    if a.action == "logs":
+        submit.stream_log(kube, submit.pod_of(kube, a.app, a.executor), a.follow, sys.stdout)
+        return 0
+    if a.action == "sql":
+        pod = submit.toolbox_pod(kube, a.release)
+        if sys.stdin.isatty() and sys.stdout.isatty():
+            return submit.sql_terminal(kube, pod)
+        return submit.sql_piped(kube, pod, sys.stdin.read(), sys.stdout, sys.stderr)
+    job_args = list(a.job_args)
+    template = submit.templates(kube, a.release).get(a.job)
+    if template is None:
+        raise ConfigError(f"the release {a.release!r} has no {a.job} application (chart too old?)")
+    name = submit.unique_name(a.release, a.job)
+    submit.create(kube, submit.application(template, a.release, a.job, job_args, name))
+    say(f"SparkApplication {name} created in namespace {kube.ns}")
+    if not (a.wait or a.follow_logs):
+        return 0
+    try:
+        st = submit.follow(kube, name, a.timeout, sys.stdout, logs=a.follow_logs)
+    except KeyboardInterrupt:
+        submit.interrupted(kube, name, input if sys.stdin.isatty() else lambda _: "", say)
+        return 130
+    say(f"SparkApplication {name}: {st.state} (attempts {st.attempts})")
+    return 0
+
+
+def k8s_deploy(a: argparse.Namespace, say: Callable[[str], None]) -> int:
+    from pathlib import Path
+
+    from logberg.platform.build import images, tools
+    from logberg.platform.k8s import deploy
+    from logberg.platform.settings import LocalSettings
+    from logberg.versions import pins
+
+    given = dict(kv.split("=", 1) for kv in a.image)
+    unknown = set(given) - set(deploy.IMAGES)
+    if unknown:
+        raise ConfigError(f"--image {sorted(unknown)}: expected keys {', '.join(deploy.IMAGES)}")
+    refs = {k: given.get(k) or images.current_tag(k) for k in deploy.IMAGES}
+    values: dict[str, list[Path]] = {}
+    for kv in a.values:
+        release, _, path = kv.partition("=")
+        values.setdefault(release, []).append(Path(path))
+    local = LocalSettings.from_env()
+    s = deploy.DeploySettings(
+        target=a.target,
+        namespace=a.namespace,
+        operator_namespace=a.operator_namespace,
+        repo=images.repo_root(),
+        chart_cache=local.tools / "charts",
+        operator_chart_version=pins().spark_operator_chart,
+        images=refs,
+        helm=a.helm,
+        kubectl=a.kubectl,
+        context=a.context,
+        kubeconfig=a.kubeconfig,
+        operator_image=a.operator_image,
+        image_registry=a.image_registry,
+        values=values,
+        timeout=a.timeout,
+        metastore_namespace=a.metastore_namespace,
+    )
+    version = images.logberg_version()
+    if a.target == "local":
+        load = deploy.local_loader(version, say)
+    elif a.target == "kind":
+        load = deploy.kind_loader(a.kind_cluster, version, say)
+    else:
+
+        def load(refs: list[str]) -> None:
+            return None
+
+    deploy.deploy(s, k8s_target(a), load, lambda: tools.go(local.tools), say)
+    return 0
+
+
 # ---- setup (build tooling; never reached by a job) ----------------------------------------
 
 
@@ -451,6 +602,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="time travel: a snapshot id or an ISO timestamp (every nginx_logs table)",
     )
     command("top", cmd_top, "print the newest day's top IPs and devices and the weekly summary")
+
+    from logberg.platform import doctor  # cheap to import: psycopg2 and boto3 load on use
+
+    doctor.add_arguments(command("doctor", doctor.run, "check the lakehouse; say what to fix"))
+
+    wp = command(
+        "wait-ready",
+        cmd_wait_ready,
+        "wait until the metastore answers and the warehouse (and --input) buckets exist",
+    )
+    wp.add_argument(
+        "--input", action="append", default=[], metavar="URI", help="also this bucket (repeatable)"
+    )
+    wp.add_argument("--timeout", type=float, default=600.0, help="seconds (default 600)")
+    wp.add_argument("--interval", type=float, default=2.0, help="seconds between checks")
 
     command("generate", None, "generate nginx logs with a ground-truth manifest", add_help=False)
 
@@ -539,6 +705,99 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("images", nargs="*", help="load: name:tag ...")
     cp.add_argument("--purge", action="store_true", help="down: also delete the cluster home")
 
+    kp = command(
+        "k8s",
+        cmd_k8s,
+        "logberg on a Kubernetes cluster: deploy the charts in order, wait for jobs",
+    )
+    kp.add_argument(
+        "--context",
+        default=os.environ.get("K8S_CONTEXT") or None,
+        help="kubeconfig context (env K8S_CONTEXT; default: the current one)",
+    )
+    kp.add_argument(
+        "--kubeconfig",
+        default=os.environ.get("KUBECONFIG") or None,
+        help="kubeconfig file (env KUBECONFIG; default ~/.kube/config)",
+    )
+    kp.add_argument(
+        "--namespace",
+        "-n",
+        default=os.environ.get("K8S_NAMESPACE", "logberg"),
+        help="namespace of the logberg releases (env K8S_NAMESPACE; default logberg)",
+    )
+    ksub = kp.add_subparsers(dest="action", required=True, metavar="ACTION")
+    dp = ksub.add_parser(
+        "deploy",
+        help="images, dev backends, spark-operator (CRDs first), hive-metastore "
+        "(+ helm test), logberg: in order, each waiting on what it needs",
+    )
+    dp.add_argument("--target", choices=["local", "kind", "eks"], default="local")
+    dp.add_argument("--operator-namespace", default="spark-operator")
+    dp.add_argument(
+        "--metastore-namespace",
+        default="",
+        help="the metastore's namespace (default: --namespace; EKS keeps it apart)",
+    )
+    dp.add_argument(
+        "--image",
+        action="append",
+        default=[],
+        metavar="KEY=REF",
+        help="an image's name:tag (default: the tag `logberg images tag KEY` prints)",
+    )
+    dp.add_argument(
+        "--operator-image",
+        choices=["local", "upstream"],
+        default="local",
+        help="images/spark-operator (our Spark; default), or the chart's upstream image",
+    )
+    dp.add_argument("--image-registry", default="", help="EKS: the registry the images are in")
+    dp.add_argument(
+        "--values",
+        action="append",
+        default=[],
+        metavar="RELEASE=FILE",
+        help="extra values for a release (logberg, hive-metastore, logberg-dev, spark-operator)",
+    )
+    dp.add_argument("--kind-cluster", default="logberg", help="kind: the cluster's name")
+    dp.add_argument("--helm", default="helm")
+    dp.add_argument("--kubectl", default="kubectl")
+    dp.add_argument("--timeout", type=float, default=900.0, help="per release, seconds")
+    sbp = ksub.add_parser(
+        "submit",
+        help="create a SparkApplication from the installed chart's spec (a fresh name), "
+        "optionally follow it",
+        usage="logberg k8s submit [options] {ingest,analytics,maintain,generate} [-- ARGS...]",
+        epilog="ARGS after `--` are appended to the job's own arguments, e.g. "
+        "`logberg k8s submit ingest --wait -- --full`.",
+    )
+    sbp.set_defaults(job_args=[])
+    sbp.add_argument("job", choices=["ingest", "analytics", "maintain", "generate"])
+    sbp.add_argument("--release", default="logberg", help="the logberg release (default logberg)")
+    sbp.add_argument(
+        "--wait", action="store_true", help="follow it; exit 0 on COMPLETED, non-zero on a failure"
+    )
+    sbp.add_argument(
+        "--follow-logs", action="store_true", help="with --wait: stream the driver's log"
+    )
+    sbp.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait")
+    ksub.add_parser("status", help="every SparkApplication: state, attempts, start, duration")
+    lgp = ksub.add_parser("logs", help="an application's driver (or executor) log")
+    lgp.add_argument("app")
+    lgp.add_argument("--executor", type=int, metavar="N", help="executor N's log instead")
+    lgp.add_argument("--follow", "-f", action="store_true")
+    sqp = ksub.add_parser(
+        "sql",
+        help="spark-sql in the release's toolbox pod: a terminal session, or SQL from stdin",
+    )
+    sqp.add_argument("--release", default="logberg")
+    wtp = ksub.add_parser("wait", help="wait for a SparkApplication or a Job to finish")
+    wtp.add_argument("kind", choices=["app", "job"])
+    wtp.add_argument("name", nargs="?", help="the SparkApplication or Job")
+    wtp.add_argument("--selector", "-l", help="job: every Job with these labels")
+    wtp.add_argument("--timeout", type=float, default=1800.0)
+
     from logberg.platform.build import images  # stdlib only: cheap to import for --help
 
     ip = command(
@@ -571,7 +830,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             from generator.cli import main as generate
 
             return generate(argv[1:])
-        a = parser.parse_args(argv)
+        # `logberg k8s submit JOB [options] -- ARGS`: what follows `--` is the job's own.
+        job_args = argv[argv.index("--") + 1 :] if "--" in argv else None
+        a = parser.parse_args(argv if job_args is None else argv[: argv.index("--")])
+        if job_args is not None:
+            if not hasattr(a, "job_args"):
+                parser.error("`--` only goes with `logberg k8s submit JOB ... -- ARGS`")
+            a.job_args = job_args
         configure_logging(a.log_format, a.log_level)
         handler: Handler = a.handler
         return handler(a)

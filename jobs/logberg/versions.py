@@ -49,6 +49,8 @@ class Pins:
     postgresql_jdbc: str
     versitygw: str
     spark_operator_chart: str
+    spark_operator: str
+    kubectl_wheel: str
     kind_node_image: str
     kube: KubePins
 
@@ -77,6 +79,8 @@ def pins() -> Pins:
         postgresql_jdbc=raw["postgresql"]["jdbc"],
         versitygw=raw["s3"]["versitygw"],
         spark_operator_chart=raw["kubernetes"]["spark_operator_chart"],
+        spark_operator=raw["kubernetes"]["spark_operator"],
+        kubectl_wheel=raw["tools"]["kubectl_wheel"],
         kind_node_image=raw["kubernetes"]["kind_node_image"],
         kube=KubePins(
             version=raw["kubernetes"]["version"],

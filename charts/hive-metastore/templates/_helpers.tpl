@@ -200,6 +200,12 @@ app.kubernetes.io/part-of: logberg
 {{- $_ := set $props "fs.s3a.endpoint" . }}
 {{- $_ := set $props "fs.s3a.connection.ssl.enabled" (ternary "false" "true" (hasPrefix "http://" .)) }}
 {{- end }}
+{{- /* S3A 3.4 signs for the region it is told; with an endpoint and no region it guesses,
+       and an S3-compatible server refuses the signature (400). The same keys as
+       logberg.lakehouse.hadoop.s3a_properties. */}}
+{{- with .Values.s3.region }}
+{{- $_ := set $props "fs.s3a.endpoint.region" . }}
+{{- end }}
 {{- range $k, $v := .Values.extraProperties }}
 {{- $_ := set $props $k (toString $v) }}
 {{- end }}

@@ -48,7 +48,7 @@ seccompProfile:
 checkov.io/skip1: CKV_K8S_43=images are pinned by immutable version tags from versions.toml; kind loads locally built images that have no registry digest (set image.tag to a digest-pinned tag in registries that support it)
 checkov.io/skip2: CKV_K8S_15=version-pinned tags make IfNotPresent safe, and kind-loaded images need Never; pullPolicy is a value
 checkov.io/skip3: CKV_K8S_35=the credentials are injected as env from a Secret (secretKeyRef), the interface the entrypoints and AWS SDKs read; they are never in the manifest, a ConfigMap or an image
-checkov.io/skip4: CKV_K8S_40=runs as the official image's own non-root user (runAsNonRoot); its files are owned by that uid, so a different high uid would break the image
+checkov.io/skip4: CKV_K8S_40=runs as the dev image's own non-root user (runAsNonRoot); its files are owned by that uid, so a different high uid would break the image
 {{- end }}
 
 {{- define "logberg-dev.checkovSkipsTestPod" -}}

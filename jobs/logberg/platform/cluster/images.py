@@ -110,12 +110,22 @@ def containerd_has(socket: Path, ref: str) -> bool:
     return ref in ctr(socket, "images", "ls", "-q").split()
 
 
-def load(socket: Path, refs: list[str], log: Log) -> None:
-    """Import podman images into containerd (skipping those it already has)."""
+def load(
+    socket: Path,
+    refs: list[str],
+    log: Log,
+    also_as: Callable[[str], list[str]] | None = None,
+) -> None:
+    """Import podman images into containerd (skipping those it already has). `also_as(ref)`
+    names further references for the same image (`ctr images tag --force`), e.g. the
+    docker.io/library/<ref> a pod's `image: <ref>` resolves to."""
     for ref in refs:
         full = ref if "/" in ref.split(":")[0] else f"localhost/{ref}"
+        aliases = also_as(ref) if also_as else []
         if containerd_has(socket, full):
             log(f"image {full}: already in the node")
+            for alias in aliases:
+                ctr(socket, "images", "tag", "--force", full, alias)
             continue
         if not podman_has(full):
             raise ConfigError(f"image {ref} not found in podman (podman images)")
@@ -126,3 +136,5 @@ def load(socket: Path, refs: list[str], log: Log) -> None:
             ctr(socket, "images", "import", str(archive), timeout=900)
         if not containerd_has(socket, full):
             raise ServiceError(f"ctr images import did not register {full}")
+        for alias in aliases:
+            ctr(socket, "images", "tag", "--force", full, alias)

@@ -436,7 +436,12 @@ def env_lines(s: ClusterSettings) -> str:
     return f"export KUBECONFIG={s.kubeconfig}\nexport PATH={bindir}:$PATH"
 
 
-def load(s: ClusterSettings, refs: list[str], log: Log = print) -> None:
+def load(
+    s: ClusterSettings,
+    refs: list[str],
+    log: Log = print,
+    also_as: Callable[[str], list[str]] | None = None,
+) -> None:
     if not Component("containerd", ("containerd",), s.run, s.logs, str(s.home) + "/").pid():
         raise ServiceError("the cluster is not up (containerd is not running): make cluster-up")
-    images.load(s.containerd_socket, refs, log)
+    images.load(s.containerd_socket, refs, log, also_as)
