@@ -1,7 +1,11 @@
-# In-cluster releases (var.install_charts). Values are passed with yamlencode so that
-# tests/test_eks.py can check every key against the charts' values.schema.json. No
-# value here is a credential: the metastore's password reaches its pod through
-# External Secrets (see README.md, "Secret flow").
+# The AWS-integration releases (var.install_charts): the namespaces, External Secrets and
+# the two local charts in eks/charts. The platform's own releases (the spark-operator
+# chart, charts/hive-metastore, charts/logberg) are not here: `make eks-deploy` installs
+# them with the same `make k8s-deploy` flow the local cluster and kind use, with the
+# values below (output chart_values, written to files by `make eks-values`). They are
+# yamlencoded so that tests/test_eks.py can check every key against the charts'
+# values.schema.json. No value here is a credential: the metastore's password reaches
+# its pod through External Secrets (see README.md, "Secret flow").
 #
 # Ordering: every release depends on module.eks as a whole (the node groups and the
 # add-ons, CoreDNS and the VPC CNI included), not only on outputs such as the cluster
@@ -10,17 +14,16 @@
 locals {
   chart_count = var.install_charts ? 1 : 0
 
-  # The hive-metastore chart's selector labels (every pod of the release carries them).
+  # The hive-metastore chart's selector labels (every pod of the release carries them);
+  # the deploy flow names the release hive-metastore too.
   metastore_pod_labels = {
     "app.kubernetes.io/name"     = "hive-metastore"
     "app.kubernetes.io/instance" = local.metastore_release_name
   }
 
+  # Values of the releases the deploy flow installs (the flow sets image.repository and
+  # image.tag itself, from IMAGE_REGISTRY and the images' content tags).
   metastore_values = {
-    image = {
-      repository = var.metastore_image.repository
-      tag        = var.metastore_image.tag
-    }
     replicaCount = var.metastore_replicas
     database = {
       type           = "postgres"
@@ -36,7 +39,7 @@ locals {
     warehouse = {
       dir = local.warehouse_uri
     }
-    # S3A 3.1 (AWS SDK v1) needs the regional endpoint for buckets outside us-east-1.
+    # The regional endpoint and its region: S3A (SDK v2) signs for the region it is given.
     s3 = {
       endpoint = "s3.${var.region}.amazonaws.com"
       region   = var.region
@@ -75,10 +78,6 @@ locals {
   }
 
   logberg_values = {
-    image = {
-      repository = var.logberg_image.repository
-      tag        = var.logberg_image.tag
-    }
     metastore = {
       uri = local.metastore_uri
     }
@@ -110,6 +109,21 @@ locals {
       enabled = var.logberg_analytics_enabled
     }
   }
+
+  # On top of charts/values/spark-operator.yaml: the operator watches the Spark jobs'
+  # namespace (where the logberg release creates the Spark service account and the
+  # driver's RBAC) and runs on the system node group.
+  spark_operator_values = {
+    spark = {
+      jobNamespaces = [var.spark_namespace]
+    }
+    controller = {
+      nodeSelector = local.system_node_selector
+    }
+    webhook = {
+      nodeSelector = local.system_node_selector
+    }
+  }
 }
 
 resource "kubernetes_namespace_v1" "spark" {
@@ -136,40 +150,6 @@ resource "kubernetes_namespace_v1" "metastore" {
   }
 
   depends_on = [module.eks]
-}
-
-# Upstream kubeflow Spark Operator. The shared values file comes first; the overrides
-# after it tie the operator to this deployment's job namespace and service account.
-resource "helm_release" "spark_operator" {
-  count = local.chart_count
-
-  name             = "spark-operator"
-  repository       = "https://kubeflow.github.io/spark-operator"
-  chart            = "spark-operator"
-  version          = var.spark_operator_chart_version
-  namespace        = local.spark_operator_namespace
-  create_namespace = true
-  wait             = true
-  timeout          = 600
-
-  values = [
-    file("${path.module}/../charts/values/spark-operator.yaml"),
-    yamlencode({
-      spark = {
-        # The logberg release creates the Spark service account and its RBAC there
-        # (the shared values file sets spark.serviceAccount/rbac.create = false).
-        jobNamespaces = [var.spark_namespace]
-      }
-      controller = {
-        nodeSelector = local.system_node_selector
-      }
-      webhook = {
-        nodeSelector = local.system_node_selector
-      }
-    }),
-  ]
-
-  depends_on = [module.eks, kubernetes_namespace_v1.spark, aws_eks_pod_identity_association.spark]
 }
 
 # External Secrets Operator: turns the RDS-managed secret into a Kubernetes Secret.
@@ -231,8 +211,9 @@ resource "helm_release" "metastore_db_secret" {
 
 # SecurityGroupPolicy (local chart eks/charts/metastore-pod-sg): the pods of the
 # hive-metastore release, its schema Job included, get the metastore pod security group,
-# the only one RDS admits (rds.tf). Installed before the metastore: the VPC resource
-# controller assigns groups when a pod is created.
+# the only one RDS admits (rds.tf). It exists before `make eks-deploy` installs the
+# metastore (`make eks-up` applies first): the VPC resource controller assigns groups
+# when a pod is created.
 resource "helm_release" "metastore_pod_sg" {
   count = local.chart_count
 
@@ -246,59 +227,4 @@ resource "helm_release" "metastore_pod_sg" {
   })]
 
   depends_on = [module.eks, kubernetes_namespace_v1.metastore]
-}
-
-resource "helm_release" "hive_metastore" {
-  count = local.chart_count
-
-  name      = local.metastore_release_name
-  chart     = "${path.module}/../charts/hive-metastore"
-  namespace = var.metastore_namespace
-  wait      = true
-  timeout   = 900
-
-  values = [yamlencode(local.metastore_values)]
-
-  lifecycle {
-    precondition {
-      condition     = var.metastore_image.repository != "" && var.metastore_image.tag != ""
-      error_message = "install_charts is true but metastore_image is not set: build images/hive-metastore, push it to a registry (e.g. ECR) and set metastore_image in your tfvars, or set install_charts = false."
-    }
-  }
-
-  depends_on = [
-    module.eks,
-    helm_release.metastore_db_secret,
-    helm_release.metastore_pod_sg,
-    aws_eks_pod_identity_association.metastore,
-    aws_iam_role_policy.metastore,
-    aws_vpc_security_group_ingress_rule.metastore_db_from_metastore_pods,
-    aws_vpc_security_group_ingress_rule.metastore_pods_thrift,
-    aws_vpc_security_group_egress_rule.metastore_pods_db,
-  ]
-}
-
-resource "helm_release" "logberg" {
-  count = local.chart_count
-
-  name      = "logberg"
-  chart     = "${path.module}/../charts/logberg"
-  namespace = var.spark_namespace
-
-  values = [yamlencode(local.logberg_values)]
-
-  lifecycle {
-    precondition {
-      condition     = var.logberg_image.repository != "" && var.logberg_image.tag != ""
-      error_message = "install_charts is true but logberg_image is not set: push the logberg Spark image to a registry (e.g. ECR) and set logberg_image in your tfvars, or set install_charts = false."
-    }
-  }
-
-  depends_on = [
-    module.eks,
-    helm_release.spark_operator,
-    helm_release.hive_metastore,
-    aws_eks_pod_identity_association.spark,
-    aws_iam_role_policy.spark,
-  ]
 }

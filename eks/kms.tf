@@ -1,10 +1,10 @@
 # One customer-managed key for logberg's data at rest: both data buckets, the RDS
-# storage, Performance Insights, the RDS-managed master secret and the CloudWatch log
-# groups. Access is delegated to IAM (the account root statement), so only principals
+# storage, Performance Insights, the RDS-managed master secret, the CloudWatch log
+# groups and the ECR repositories (ecr.tf). Access is delegated to IAM (the account root statement), so only principals
 # whose IAM policies name this key ARN can use it; the pod roles in iam.tf do, scoped to
 # the service they go through (kms:ViaService).
 resource "aws_kms_key" "data" {
-  description             = "${var.name}: S3, RDS, Secrets Manager and CloudWatch Logs encryption"
+  description             = "${var.name}: S3, RDS, Secrets Manager, CloudWatch Logs and ECR encryption"
   enable_key_rotation     = true
   rotation_period_in_days = 365
   deletion_window_in_days = 30

@@ -89,7 +89,7 @@ output "db_master_user_secret_arn" {
 }
 
 output "kms_key_arn" {
-  description = "ARN of the KMS key encrypting the buckets, the database, its secret and the log groups."
+  description = "ARN of the KMS key encrypting the buckets, the database, its secret, the log groups and the ECR repositories."
   value       = aws_kms_key.data.arn
 }
 
@@ -108,12 +108,40 @@ output "external_secrets_role_arn" {
   value       = aws_iam_role.external_secrets.arn
 }
 
+# What `make eks-deploy` hands the deploy flow (`make k8s-deploy K8S_TARGET=eks`).
+
+output "image_registry" {
+  description = "ECR registry of the logberg images (<account>.dkr.ecr.<region>.amazonaws.com): `make eks-push` pushes to it, the deploy flow's IMAGE_REGISTRY."
+  value       = local.ecr_registry
+}
+
+output "ecr_repository_urls" {
+  description = "URL of each ECR repository, by image key (spark, hive-metastore, spark-operator)."
+  value       = { for key, repo in aws_ecr_repository.images : key => repo.repository_url }
+}
+
 output "spark_namespace" {
-  description = "Namespace of the Spark jobs and the logberg release."
+  description = "Namespace of the Spark jobs and the logberg release (the deploy flow's K8S_NAMESPACE)."
   value       = var.spark_namespace
 }
 
 output "metastore_namespace" {
-  description = "Namespace of the Hive Metastore."
+  description = "Namespace of the Hive Metastore release (the deploy flow's METASTORE_NAMESPACE)."
   value       = var.metastore_namespace
+}
+
+output "spark_operator_namespace" {
+  description = "Namespace of the Spark Operator release (the deploy flow's OPERATOR_NAMESPACE)."
+  value       = local.spark_operator_namespace
+}
+
+# Identifiers and names only (the database host, bucket URIs, role ARN, the name of the
+# Kubernetes Secret External Secrets writes): no credential is among them.
+output "chart_values" {
+  description = "Values files for the deploy flow's releases, by release name: YAML that `make eks-values` writes to .logberg/eks/values-<release>.yaml and `make eks-deploy` passes in K8S_VALUES (after charts/*/values-eks.yaml, so they replace its placeholders)."
+  value = {
+    "hive-metastore" = yamlencode(local.metastore_values)
+    "logberg"        = yamlencode(local.logberg_values)
+    "spark-operator" = yamlencode(local.spark_operator_values)
+  }
 }

@@ -427,20 +427,9 @@ variable "force_destroy_buckets" {
 # ---------------------------------------------------------------------------
 
 variable "install_charts" {
-  description = "Install the in-cluster releases (spark-operator, external-secrets, the metastore DB secret sync, hive-metastore, logberg). False creates only the AWS infrastructure."
+  description = "Create the namespaces and install the AWS-integration releases (External Secrets Operator, the metastore DB secret sync, the metastore pods' SecurityGroupPolicy). The platform's releases (spark-operator, hive-metastore, logberg) are installed by `make eks-deploy`, not by Terraform. False creates only the AWS infrastructure."
   type        = bool
   default     = true
-}
-
-variable "spark_operator_chart_version" {
-  description = "Version of the kubeflow spark-operator chart. Must equal spark_operator_chart in jobs/logberg/versions.toml (a test checks)."
-  type        = string
-  default     = "2.5.2"
-
-  validation {
-    condition     = can(regex("^[0-9]+\\.[0-9]+\\.[0-9]+$", var.spark_operator_chart_version))
-    error_message = "spark_operator_chart_version must be a semantic version such as 2.3.0."
-  }
 }
 
 variable "eso_chart_version" {
@@ -466,7 +455,7 @@ variable "spark_namespace" {
 }
 
 variable "spark_service_account" {
-  description = "Service account of the Spark driver and executors (created with its RBAC by the spark-operator chart; bound to the Spark IAM role by Pod Identity)."
+  description = "Service account of the Spark driver and executors (created with the driver's RBAC by the logberg chart; bound to the Spark IAM role by Pod Identity)."
   type        = string
   default     = "logberg-spark"
 
@@ -523,26 +512,6 @@ variable "metastore_db_creds_refresh_interval" {
   }
 }
 
-variable "metastore_image" {
-  description = "Hive Metastore image built from images/hive-metastore (apache/hive 3.1.3 + PostgreSQL JDBC + S3A) and pushed to a registry the nodes can pull from, e.g. ECR. Empty means not set: required when install_charts is true."
-  type = object({
-    repository = string
-    tag        = string
-  })
-  default = {
-    repository = ""
-    tag        = ""
-  }
-
-  validation {
-    condition = (
-      (var.metastore_image.repository == "" && var.metastore_image.tag == "") ||
-      (can(regex("^[a-z0-9]+([._/:-][a-z0-9]+)*$", var.metastore_image.repository)) && can(regex("^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$", var.metastore_image.tag)))
-    )
-    error_message = "metastore_image must be empty (not set) or a valid repository and tag, e.g. 123456789012.dkr.ecr.eu-west-1.amazonaws.com/logberg-hive-metastore / 3.1.3."
-  }
-}
-
 variable "metastore_replicas" {
   description = "Replicas of the Hive Metastore deployment (they share the database; the chart spreads them over zones)."
   type        = number
@@ -551,26 +520,6 @@ variable "metastore_replicas" {
   validation {
     condition     = var.metastore_replicas >= 1 && var.metastore_replicas <= 5
     error_message = "metastore_replicas must be between 1 and 5."
-  }
-}
-
-variable "logberg_image" {
-  description = "logberg Spark job image (built from images/, pushed to a registry the nodes can pull from, e.g. ECR). Empty repository means not set: required when install_charts is true."
-  type = object({
-    repository = string
-    tag        = string
-  })
-  default = {
-    repository = ""
-    tag        = ""
-  }
-
-  validation {
-    condition = (
-      (var.logberg_image.repository == "" && var.logberg_image.tag == "") ||
-      (can(regex("^[a-z0-9]+([._/:-][a-z0-9]+)*$", var.logberg_image.repository)) && can(regex("^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$", var.logberg_image.tag)))
-    )
-    error_message = "logberg_image must be empty (not set) or a valid repository and tag, e.g. 123456789012.dkr.ecr.eu-west-1.amazonaws.com/logberg-spark / 0.1.0."
   }
 }
 
@@ -584,4 +533,25 @@ variable "logberg_analytics_enabled" {
   description = "Enable the logberg chart's scheduled analytics job (the top-N tables)."
   type        = bool
   default     = true
+}
+
+# ---------------------------------------------------------------------------
+# Container registry (ECR)
+# ---------------------------------------------------------------------------
+
+variable "ecr_max_images" {
+  description = "Images each ECR repository (logberg-spark, logberg-hive-metastore, logberg-spark-operator) keeps; older ones expire. Every change to an image's inputs pushes a new tag."
+  type        = number
+  default     = 30
+
+  validation {
+    condition     = var.ecr_max_images >= 1 && var.ecr_max_images <= 1000 && floor(var.ecr_max_images) == var.ecr_max_images
+    error_message = "ecr_max_images must be a whole number between 1 and 1000."
+  }
+}
+
+variable "ecr_force_delete" {
+  description = "Let `terraform destroy` delete the ECR repositories while they still hold images (the images are lost). Keep false outside throwaway environments."
+  type        = bool
+  default     = false
 }

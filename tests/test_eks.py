@@ -1,6 +1,7 @@
 """Static checks of the EKS Terraform in eks/: parsed with python-hcl2, no AWS account,
-no terraform binary. Plus checkov (when installed: `make eks-checkov-venv`) and a
-cross-check of the Helm values helm.tf passes against the charts' values.schema.json."""
+no terraform binary. Plus checkov (when installed: `make eks-checkov-venv`), a cross-check
+of the Helm values Terraform hands the deploy flow (output chart_values) against the
+charts' values.schema.json, and eks/eks.mk's targets read with `make -n`."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from tests.eks_support.terraform import (
     as_list,
     blocks,
     locals_,
+    norm,
     parsed,
     resources,
     statements,
@@ -49,7 +51,7 @@ def test_files_parse() -> None:
     for path in TF_FILES:
         assert isinstance(parsed(path), dict), path
     expected = {"versions.tf", "variables.tf", "outputs.tf", "vpc.tf", "eks.tf", "rds.tf"}
-    expected |= {"s3.tf", "iam.tf", "helm.tf"}
+    expected |= {"s3.tf", "iam.tf", "helm.tf", "ecr.tf"}
     assert expected <= {p.name for p in TF_FILES}
 
 
@@ -398,10 +400,17 @@ def test_outputs_described_and_not_secret() -> None:
         "db_master_user_secret_arn",
         "spark_role_arn",
         "metastore_role_arn",
+        # what `make eks-deploy` hands the deploy flow
+        "image_registry",
+        "spark_namespace",
+        "metastore_namespace",
+        "spark_operator_namespace",
+        "chart_values",
     ):
         assert key in outputs, key
     for name, body in outputs.items():
         assert str(body.get("description", "")).strip(), f"{name}: no description"
+        assert body.get("sensitive") in (None, False), f"{name}: a sensitive output"
         value = str(body["value"])
         assert "password" not in value.lower(), name
         assert "secret_string" not in value, name
@@ -454,26 +463,43 @@ def test_providers_use_exec_token() -> None:
         assert "token" not in conf and "client_key" not in conf and "password" not in conf
 
 
+def hcl2_load(path: Path) -> dict[str, Any]:
+    import hcl2
+
+    with path.open(encoding="utf-8") as fh:
+        return {k: v for k, v in norm(hcl2.load(fh)).items() if not k.startswith("__")}
+
+
 def _versions() -> dict[str, Any]:
     with (REPO / "jobs/logberg/versions.toml").open("rb") as fh:
         return tomllib.load(fh)
 
 
-def test_spark_operator_release() -> None:
+# The releases Terraform installs: the AWS integration only. spark-operator, hive-metastore
+# and logberg come from the deploy flow (`make eks-deploy` -> `make k8s-deploy`).
+AWS_RELEASES = {"external_secrets", "metastore_db_secret", "metastore_pod_sg"}
+REMOVED_VARIABLES = {"metastore_image", "logberg_image", "spark_operator_chart_version"}
+
+
+def test_platform_releases_are_not_terraform_releases() -> None:
     rel = resources("helm_release")
-    assert {"spark_operator", "hive_metastore", "logberg"} <= set(rel)
-    op = rel["spark_operator"]
-    assert op["repository"] == "https://kubeflow.github.io/spark-operator"
-    assert op["chart"] == "spark-operator"
-    assert op["version"] == "${var.spark_operator_chart_version}"
-    default = dict(blocks("variable"))["spark_operator_chart_version"]["default"]
-    assert default == _versions()["kubernetes"]["spark_operator_chart"]
-    assert "../charts/values/spark-operator.yaml" in str(op["values"])
+    assert set(rel) == AWS_RELEASES
     for name, body in rel.items():
         assert body["count"] == "${local.chart_count}", name
         assert "set" not in body and "set_sensitive" not in body, name
+        assert "../charts" not in str(body["chart"]), f"{name}: a chart of the deploy flow"
     assert locals_()["chart_count"] == "${var.install_charts ? 1 : 0}"
-    assert dict(blocks("variable"))["install_charts"]["default"] is True
+    variables = dict(blocks("variable"))
+    assert variables["install_charts"]["default"] is True
+    assert "make eks-deploy" in variables["install_charts"]["description"]
+    assert not REMOVED_VARIABLES & set(variables)
+    # The operator chart's version is pinned once, in versions.toml (the flow reads it).
+    assert _versions()["kubernetes"]["spark_operator_chart"]
+    text = "\n".join(p.read_text() for p in TF_FILES)
+    for gone in ("kubeflow.github.io", "spark_operator_chart", *REMOVED_VARIABLES):
+        assert gone not in text, gone
+    example = hcl2_load(EKS / "terraform.tfvars.example")
+    assert set(example) <= set(variables), set(example) - set(variables)
 
 
 def test_spark_operator_values_file_present() -> None:
@@ -529,13 +555,14 @@ def _missing_paths(values: dict[str, Any], schema: dict[str, Any]) -> list[str]:
     return sorted(set(missing))
 
 
-REQUIRED_KEYS = {
-    "hive_metastore": (
+# Release (the deploy flow's name) -> (the local of helm.tf holding its values, the chart
+# whose values.schema.json checks them or None for the upstream spark-operator chart, the
+# keys the chart needs from Terraform). The flow sets image.* itself.
+CHART_VALUES = {
+    "hive-metastore": (
         "metastore_values",
         "hive-metastore",
         {
-            "image.repository",
-            "image.tag",
             "replicaCount",
             "database.type",
             "database.host",
@@ -563,8 +590,6 @@ REQUIRED_KEYS = {
         "logberg_values",
         "logberg",
         {
-            "image.repository",
-            "image.tag",
             "metastore.uri",
             "warehouse.uri",
             "landing.uri",
@@ -577,7 +602,18 @@ REQUIRED_KEYS = {
             "analytics.enabled",
         },
     ),
+    "spark-operator": (
+        "spark_operator_values",
+        None,
+        {"spark.jobNamespaces", "controller.nodeSelector", "webhook.nodeSelector"},
+    ),
 }
+SCHEMA_CHECKED = sorted(r for r, (_, chart, _) in CHART_VALUES.items() if chart)
+# Maps and lists the charts take whole (a required key, not its contents).
+FREE_FORM = {"nodeSelector", "tolerations", "resources", "serviceAccount.annotations"}
+FREE_FORM |= {"spark.executor.nodeSelector", "spark.executor.tolerations"}
+FREE_FORM |= {"networkPolicy.clientNamespaceSelector"}
+FREE_FORM |= {"controller.nodeSelector", "webhook.nodeSelector"}
 
 
 def _top_paths(values: dict[str, Any], free_form: set[str]) -> set[str]:
@@ -592,32 +628,76 @@ def _top_paths(values: dict[str, Any], free_form: set[str]) -> set[str]:
     return out
 
 
-@pytest.mark.parametrize("release", sorted(REQUIRED_KEYS))
+def test_chart_values_output_names_the_flow_releases() -> None:
+    """The chart_values output has one YAML document per release of the deploy flow, and
+    `make eks-values` writes each to the values-<release>.yaml eks-deploy passes."""
+    output = dict(blocks("output"))["chart_values"]["value"]
+    assert output == {
+        release: f"${{yamlencode(local.{local_name})}}"
+        for release, (local_name, _, _) in CHART_VALUES.items()
+    }
+    mk = _eks_mk_vars()
+    assert mk["EKS_RELEASES"].split() == sorted(CHART_VALUES)
+
+
+@pytest.mark.parametrize("release", sorted(CHART_VALUES))
 def test_chart_values_keys(release: str) -> None:
-    local_name, chart, required = REQUIRED_KEYS[release]
-    rel = resources("helm_release")[release]
-    assert rel["chart"] == f"${{path.module}}/../charts/{chart}"
-    assert rel["values"] == [f"${{yamlencode(local.{local_name})}}"]
+    local_name, _, required = CHART_VALUES[release]
     values = locals_()[local_name]
-    free = {"nodeSelector", "tolerations", "resources", "serviceAccount.annotations"}
-    free |= {"spark.executor.nodeSelector", "spark.executor.tolerations"}
-    free |= {"networkPolicy.clientNamespaceSelector"}
-    assert _top_paths(values, free) == required
-    if chart == "hive-metastore":
+    assert "image" not in values, "the deploy flow sets the image (IMAGE_REGISTRY, content tag)"
+    assert _top_paths(values, FREE_FORM) == required
+    if release == "hive-metastore":
         assert values["database"]["type"] == "postgres"
         assert values["database"]["existingSecret"] == "${var.metastore_db_creds_name}"
-    else:
+    elif release == "logberg":
         assert values["serviceAccount"]["name"] == "${var.spark_service_account}"
+    else:  # the operator watches the jobs' namespace, where logberg creates the Spark SA
+        assert values["spark"]["jobNamespaces"] == ["${var.spark_namespace}"]
+        assert TF.data(values["spark"]["jobNamespaces"]) == [
+            dict(blocks("variable"))["spark_namespace"]["default"]
+        ]
 
 
-@pytest.mark.parametrize("release", sorted(REQUIRED_KEYS))
+@pytest.mark.parametrize("release", SCHEMA_CHECKED)
 def test_chart_values_match_schema(release: str) -> None:
-    local_name, chart, _ = REQUIRED_KEYS[release]
-    schema_path = REPO / "charts" / chart / "values.schema.json"
+    local_name, chart, _ = CHART_VALUES[release]
+    schema_path = REPO / "charts" / str(chart) / "values.schema.json"
     if not schema_path.exists():
         pytest.skip(f"{schema_path.relative_to(REPO)} not written yet")
     schema = json.loads(schema_path.read_text())
     assert _missing_paths(locals_()[local_name], schema) == []
+
+
+def _missing_defaults(values: dict[str, Any], defaults: dict[str, Any]) -> list[str]:
+    """Paths of `values` the chart's values.yaml does not have (an empty map there is
+    free-form, e.g. nodeSelector: {})."""
+    missing = []
+    for path in _leaf_paths(values):
+        node: Any = defaults
+        for i, key in enumerate(path):
+            if isinstance(node, dict) and not node and i:
+                break
+            if not isinstance(node, dict) or key not in node:
+                missing.append(".".join(path[: i + 1]))
+                break
+            node = node[key]
+    return sorted(set(missing))
+
+
+def test_operator_values_match_the_pinned_chart() -> None:
+    """The upstream chart has no values.schema.json: its values.yaml, at the version the
+    flow installs (cached by `make k8s-deploy` in .tools/charts), names every key."""
+    import yaml
+
+    version = _versions()["kubernetes"]["spark_operator_chart"]
+    chart = REPO / ".tools/charts" / f"spark-operator-{version}"
+    if not (chart / "values.yaml").is_file():
+        pytest.skip(f"{chart.relative_to(REPO)} not cached yet (make k8s-deploy fetches it)")
+    defaults = yaml.safe_load((chart / "values.yaml").read_text())
+    assert _missing_defaults({"spark": {"nope": 1}}, defaults) == ["spark.nope"]
+    assert _missing_defaults(locals_()["spark_operator_values"], defaults) == []
+    shared = yaml.safe_load((REPO / "charts/values/spark-operator.yaml").read_text())
+    assert _missing_defaults(shared, defaults) == []
 
 
 def test_local_db_secret_chart_values_match_schema() -> None:
@@ -639,6 +719,7 @@ def test_make_targets_documented() -> None:
     targets = re.findall(r"^([a-zA-Z0-9_-]+):(?!=)(.*)$", text, re.M)
     names = {t for t, _ in targets}
     assert {"eks-up", "eks-down", "eks-plan", "eks-demo", "eks-checkov-venv"} <= names
+    assert {"eks-values", "eks-push", "eks-deploy"} <= names
     root = (REPO / "Makefile").read_text()
     for name, rest in targets:
         if re.search(rf"^{name}:.*## ", root, re.M):
@@ -646,6 +727,133 @@ def test_make_targets_documented() -> None:
         assert "## " in rest, f"target {name} has no ## description"
     assert re.search(r"^EKS_VARS\s+\?=", text, re.M) and "EKS_CONFIRM" in text
     assert "checkov:" not in re.sub(r"eks-checkov-venv:", "", text)
+
+
+def _eks_mk_vars() -> dict[str, str]:
+    """The simple assignments of eks/eks.mk (NAME := / ?= / = value), unexpanded."""
+    text = (EKS / "eks.mk").read_text()
+    found = re.findall(r"^([A-Z][A-Z0-9_]*)\s*(?::=|\?=|=)[ \t]*(.*)$", text, re.M)
+    return {name: value.strip() for name, value in found}
+
+
+def _make_n(*args: str, home: Path) -> str:
+    """`make -n` from the repository root: the commands, none of them run except the
+    recursive make lines, which run as `make -n` too."""
+    exe = shutil.which("make")
+    if exe is None:
+        pytest.skip("make not installed")
+    env = {**os.environ, "CHECKPOINT_DISABLE": "1", "MAKEFLAGS": ""}
+    proc = subprocess.run(
+        [exe, "-n", "--no-print-directory", *args, f"LOGBERG_HOME={home}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout
+
+
+def test_eks_deploy_runs_the_k8s_deploy_flow(tmp_path: Path) -> None:
+    """eks-deploy reads the namespaces and the registry from the Terraform outputs and runs
+    `make k8s-deploy K8S_TARGET=eks` with them and the three values files eks-values writes:
+    the flow, not Terraform, installs spark-operator, hive-metastore and logberg."""
+    text = _make_n("eks-deploy", home=tmp_path)
+    # The outputs eks-deploy reads, into the make variables of the flow.
+    reads = dict(re.findall(r"(\w+)=\$\([^()]* output -raw (\w+)\)", text))
+    passes = dict(re.findall(r'"([A-Z0-9_]+)=\$(\w+)"', text))
+    wanted = {
+        "K8S_NAMESPACE": "spark_namespace",
+        "METASTORE_NAMESPACE": "metastore_namespace",
+        "OPERATOR_NAMESPACE": "spark_operator_namespace",
+        "IMAGE_REGISTRY": "image_registry",
+    }
+    assert {var: reads.get(shell) for var, shell in passes.items()} == wanted
+    assert set(wanted.values()) <= set(dict(blocks("output")))
+    assert re.search(r"aws eks update-kubeconfig .*--alias \S*logberg-eks", text)
+    # What the flow then gets, with the values a deployment's outputs would give.
+    outputs = {
+        "K8S_NAMESPACE": "jobs-ns",
+        "METASTORE_NAMESPACE": "hms-ns",
+        "OPERATOR_NAMESPACE": "op-ns",
+        "IMAGE_REGISTRY": "123456789012.dkr.ecr.eu-west-1.amazonaws.com",
+    }
+    (tmp_path / "eks").mkdir()
+    vars_file = tmp_path / "eks" / Path(_eks_mk_vars()["EKS_DEPLOY_VARS"]).name
+    vars_file.write_text("".join(f"{k}={v}\n" for k, v in outputs.items()))
+    text = _make_n("eks-deploy", home=tmp_path)
+    [deploy] = re.findall(r"logberg k8s .* deploy .*?(?=\n\S|\Z)", text, re.S)
+    argv = deploy.replace("\\\n", " ").split()
+    assert "--target=eks" in argv and "--context=logberg-eks" in argv
+    assert "--namespace=jobs-ns" in argv
+    assert "--metastore-namespace=hms-ns" in argv
+    assert "--operator-namespace=op-ns" in argv
+    assert f"--image-registry={outputs['IMAGE_REGISTRY']}" in argv
+    values = [a.split("=", 1)[1] for a in argv if a.startswith("--values=")]
+    assert values == [
+        f"{release}={tmp_path}/eks/values-{release}.yaml" for release in sorted(CHART_VALUES)
+    ]
+
+
+def test_eks_values_writes_one_file_per_release(tmp_path: Path) -> None:
+    """The snippet `make eks-values` pipes `terraform output -json chart_values` into."""
+    text = (EKS / "eks.mk").read_text()
+    snippet = re.search(r"^define EKS_WRITE_VALUES\n(.*?)^endef", text, re.M | re.S)
+    assert snippet and re.search(r"^export EKS_WRITE_VALUES$", text, re.M)
+    chart_values = {r: f"# {r}\nkey: value\n" for r in CHART_VALUES}
+    run = [str(REPO / ".venv/bin/python"), "-c", snippet.group(1), str(tmp_path)]
+    subprocess.run(run, input=json.dumps(chart_values), text=True, check=True)
+    for release, body in chart_values.items():
+        assert (tmp_path / f"values-{release}.yaml").read_text() == body
+    bad = subprocess.run(run, input='{"../x": ""}', text=True, capture_output=True)
+    assert bad.returncode != 0 and not (tmp_path.parent / "x.yaml").exists()
+    make = _make_n("eks-values", home=tmp_path)
+    assert re.search(r"output -json chart_values \| \S+ -c \"\$EKS_WRITE_VALUES\"", make)
+    assert f"{tmp_path}/eks" in make
+
+
+def test_eks_push_logs_in_without_the_password_and_pushes_content_tags(tmp_path: Path) -> None:
+    text = _make_n("eks-push", home=tmp_path)
+    lines = text.splitlines()
+    # Docker is checked first, with a message, before anything is built or pushed.
+    need = next(i for i, line in enumerate(lines) if "command -v docker" in line)
+    assert "not found" in lines[need] and "docker info" in lines[need + 1]
+    build = next(i for i, line in enumerate(lines) if "images build" in line)
+    assert need < build
+    assert lines[build].split("images build", 1)[1].split() == _eks_mk_vars()["EKS_IMAGES"].split()
+    # The password only ever goes through a pipe.
+    assert re.search(
+        r"aws ecr get-login-password [^|\n]*\| docker login --username AWS "
+        r'--password-stdin "\$registry"',
+        text,
+    )
+    assert not re.search(r"docker login[^\n]*(--password[ =]|\s-p\s)", text)
+    assert re.search(r"registry=\$\([^()]* output -raw image_registry\)", text)
+    # Each image at its content tag (`images tag KEY`), as <registry>/logberg-<key>:<tag>;
+    # a tag the registry has already is not pushed again (immutable tags).
+    loop = re.search(r"for key in ([\w -]+); do", text)
+    assert loop and loop.group(1).split() == _eks_mk_vars()["EKS_IMAGES"].split()
+    assert re.search(r'ref=\$\(.*images tag "\$key"\)', text)
+    assert 'docker push "$registry/$ref"' in text
+    assert "describe-images" in text and "continue" in text
+
+
+def test_readme_commands_exist() -> None:
+    """Every `make TARGET` eks/README.md names is a target of the Makefiles."""
+    defined: set[str] = set()
+    for mk in (REPO / "Makefile", *REPO.glob("charts/*.mk"), EKS / "eks.mk"):
+        text = mk.read_text()
+        defined |= set(re.findall(r"^([a-zA-Z0-9_-]+)\s*:(?!=)", text, re.M))
+    readme = (EKS / "README.md").read_text()
+    fenced = re.findall(r"```.*?```", readme, re.S)
+    inline = re.findall(r"`([^`]+)`", re.sub(r"```.*?```", "", readme, flags=re.S))
+    named = set()
+    for span in fenced + inline:
+        for words in re.findall(r"\bmake ((?:[a-z0-9][a-z0-9-]*\s*)+)", span):
+            named |= set(words.split())
+    assert {"eks-up", "eks-push", "eks-deploy", "eks-demo", "eks-down", "k8s-deploy"} <= named
+    assert named <= defined, named - defined
 
 
 def test_demo_script_syntax() -> None:
@@ -864,7 +1072,7 @@ def test_every_helm_release_waits_for_nodes_and_addons() -> None:
     """Defect 3: a release installed before the node groups and add-ons exist times out
     waiting for pods that have no node."""
     releases = resources("helm_release")
-    assert {"external_secrets", "spark_operator", "hive_metastore", "logberg"} <= set(releases)
+    assert set(releases) == AWS_RELEASES
     for name in releases:
         _, waits = _dependencies(f"helm_release.{name}")
         assert waits, f"helm_release.{name} does not depend on module.eks as a whole"
@@ -909,12 +1117,15 @@ def test_eks_values_schedule_on_the_node_groups_terraform_creates() -> None:
     logberg = _values_eks("logberg")["spark"]
     tf_logberg = TF.data(locals_()["logberg_values"]["spark"])
     tf_metastore = {k: locals_()["metastore_values"][k] for k in ("nodeSelector", "tolerations")}
+    tf_operator = TF.data(locals_()["spark_operator_values"])
     placements = {
         "values-eks executor": (logberg["executor"], ["spark"]),
         "values-eks driver": (logberg["driver"], ["system"]),
         "helm.tf executor": (tf_logberg["executor"], ["spark"]),
         "values-eks metastore": (_values_eks("hive-metastore"), ["system"]),
         "helm.tf metastore": (TF.data(tf_metastore), ["system"]),
+        "helm.tf operator controller": (tf_operator["controller"], ["system"]),
+        "helm.tf operator webhook": (tf_operator["webhook"], ["system"]),
     }
     for what, (spec, groups) in placements.items():
         selector = spec.get("nodeSelector") or {}
@@ -1014,7 +1225,11 @@ def test_only_metastore_pods_reach_postgres() -> None:
     assert 'enableNetworkPolicy = "true"' in cni
     policies = TF.data(eks["iam_role_additional_policies"])
     assert "arn:aws:iam::aws:policy/AmazonEKSVPCResourceController" in policies.values()
-    # The SecurityGroupPolicy selects exactly the pods of the metastore release.
+    # The SecurityGroupPolicy selects exactly the pods of the metastore release, which the
+    # deploy flow installs under the name Terraform's labels assume.
+    flow = (REPO / "jobs/logberg/platform/k8s/deploy.py").read_text()
+    release = re.search(r'self\.release\(\s*"([\w-]+)",\s*charts / "hive-metastore"', flow)
+    assert release and release.group(1) == TF.value("${local.metastore_release_name}")
     rel = resources("helm_release")["metastore_pod_sg"]
     assert "securityGroupIds = [aws_security_group.metastore_pods.id]" in rel["values"][0]
     labels = TF.data(locals_()["metastore_pod_labels"])
@@ -1077,3 +1292,160 @@ def test_provider_lock_file_or_the_reason() -> None:
     assert command, "README: the providers lock command"
     for platform in LOCK_PLATFORMS:
         assert f"-platform={platform}" in command.group(1)
+
+
+# ---------------------------------------------------------------------------
+# The registry and the values the deploy flow gets
+# ---------------------------------------------------------------------------
+
+ECR_TF = Renderer(identifiers={"data.aws_partition.current.dns_suffix": "amazonaws.com"})
+
+
+def test_ecr_repositories_immutable_scanned_encrypted_bounded() -> None:
+    from logberg.platform.k8s.deploy import DeploySettings
+
+    [(name, repo)] = resources("aws_ecr_repository").items()
+    keys_local = re.fullmatch(r"\$\{toset\(local\.(\w+)\)\}", repo["for_each"])
+    assert keys_local, repo["for_each"]
+    keys = locals_()[keys_local.group(1)]
+    assert keys == _eks_mk_vars()["EKS_IMAGES"].split()  # what eks-push pushes
+    names = {ECR_TF.value(repo["name"].replace("${each.key}", k)) for k in keys}
+    assert names == {"logberg-spark", "logberg-hive-metastore", "logberg-spark-operator"}
+    # ... which are the repositories the deploy flow names on EKS.
+    registry = ECR_TF.value(dict(blocks("output"))["image_registry"]["value"])
+    assert registry == "123456789012.dkr.ecr.eu-west-1.amazonaws.com"
+    flow = DeploySettings(
+        target="eks",
+        namespace="spark-jobs",
+        operator_namespace="spark-operator",
+        repo=REPO,
+        chart_cache=REPO,
+        operator_chart_version="0",
+        images={},
+        image_registry=registry,
+    )
+    assert {flow.repository(k) for k in keys} == {f"{registry}/{n}" for n in names}
+    assert repo["image_tag_mutability"] == "IMMUTABLE"
+    assert repo["image_scanning_configuration"] == [{"scan_on_push": True}]
+    [enc] = repo["encryption_configuration"]
+    assert enc == {"encryption_type": "KMS", "kms_key": "${aws_kms_key.data.arn}"}
+    assert repo["force_delete"] == "${var.ecr_force_delete}"
+    variables = dict(blocks("variable"))
+    force = variables["ecr_force_delete"]
+    assert force["type"] in ("bool", "${bool}") and force["default"] is False
+    assert force["description"].strip()
+    assert not resources("aws_ecr_repository_policy"), "no repository policy (no public pulls)"
+    # Every repository has the lifecycle policy, which keeps a bounded number of images.
+    [policy] = resources("aws_ecr_lifecycle_policy").values()
+    assert policy["for_each"] == f"${{aws_ecr_repository.{name}}}"
+    doc_name = re.fullmatch(
+        r"\$\{data\.aws_ecr_lifecycle_policy_document\.(\w+)\.json\}", policy["policy"]
+    )
+    assert doc_name, policy["policy"]
+    docs = {n: b for _, n, b in typed_blocks("data", "aws_ecr_lifecycle_policy_document")}
+    [rule] = docs[doc_name.group(1)]["rule"]
+    [selection] = rule["selection"]
+    assert selection["tag_status"] == "any"
+    assert selection["count_type"] == "imageCountMoreThan"
+    assert selection["count_number"] == "${var.ecr_max_images}"
+    assert rule.get("action", [{"type": "expire"}]) == [{"type": "expire"}]
+    keep = variables["ecr_max_images"]
+    assert 1 <= keep["default"] <= 1000
+    assert "var.ecr_max_images <= 1000" in str(keep["validation"])
+
+
+# The only attributes of AWS resources the values may carry: identifiers, never a credential.
+# A value naming anything else (a password, a secret's value, a key) cannot be rendered.
+VALUES_TF = Renderer(
+    identifiers={
+        "aws_db_instance.metastore.address": "logberg-metastore.c1.eu-west-1.rds.amazonaws.com",
+        "aws_iam_role.metastore.arn": "arn:aws:iam::123456789012:role/logberg-metastore",
+    }
+)
+TYPED_REFERENCES = {"${aws_db_instance.metastore.port}": 5432}
+SECRET_NAMED = re.compile(r"password|secret|token|key", re.I)
+# Keys that name a Secret or a key inside it (the metastore reads the password from there).
+SECRET_REFERENCES = {"database.existingSecret", "database.usernameKey", "database.passwordKey"}
+
+
+def _chart_values(release: str) -> dict[str, Any]:
+    """chart_values[release] as Terraform's yamlencode would give it, for the default
+    variables (numbers and bools stay numbers and bools)."""
+
+    def value(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {VALUES_TF.value(k): value(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [value(v) for v in node]
+        if not isinstance(node, str):
+            return node
+        if node in TYPED_REFERENCES:
+            return TYPED_REFERENCES[node]
+        whole = re.fullmatch(r"\$\{\(?(var|local)\.(\w+)\)?\}", node)
+        if whole and whole.group(1) == "local" and not isinstance(locals_()[whole.group(2)], str):
+            return value(locals_()[whole.group(2)])
+        if whole and whole.group(1) == "var":
+            default = dict(blocks("variable"))[whole.group(2)]["default"]
+            if not isinstance(default, str):
+                return default
+        return VALUES_TF.value(node)
+
+    local_name = CHART_VALUES[release][0]
+    return dict(value(locals_()[local_name]))
+
+
+@pytest.mark.parametrize("release", sorted(CHART_VALUES))
+def test_chart_values_carry_no_secret(release: str) -> None:
+    values = _chart_values(release)
+    for path in _leaf_paths(values):
+        dotted = ".".join(path)
+        leaf: Any = values
+        for key in path:
+            leaf = leaf[key]
+        if SECRET_NAMED.search(path[-1]):
+            assert dotted in SECRET_REFERENCES, f"{release}: {dotted}"
+            assert re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", str(leaf)), dotted
+        text = json.dumps(leaf)
+        assert not re.search(r"AKIA[0-9A-Z]{16}|BEGIN [A-Z ]*PRIVATE KEY", text), dotted
+    # Every key the chart needs was rendered (and so checked above).
+    assert _top_paths(values, FREE_FORM) == CHART_VALUES[release][2]
+
+
+def test_unrenderable_values_fail() -> None:
+    """The renderer refuses a reference it was not given (e.g. a password attribute)."""
+    from tests.eks_support.terraform import RenderError
+
+    with pytest.raises(RenderError):
+        VALUES_TF.value("${aws_db_instance.metastore.password}")
+
+
+@pytest.mark.parametrize("release", SCHEMA_CHECKED)
+def test_chart_values_files_render_with_values_eks(release: str, tmp_path: Path) -> None:
+    """As the flow installs the chart on EKS: values-eks.yaml, the image it sets, then the
+    file eks-values writes. The result renders against the chart's schema and none of
+    values-eks.yaml's <...> placeholders is left."""
+    import yaml
+
+    chart = REPO / "charts" / release
+    values_file = tmp_path / f"values-{release}.yaml"
+    values_file.write_text(yaml.safe_dump(_chart_values(release)))
+    namespace = dict(blocks("variable"))[
+        "metastore_namespace" if release == "hive-metastore" else "spark_namespace"
+    ]["default"]
+    docs = _render(
+        chart,
+        release,
+        namespace,
+        f"--values={chart / 'values-eks.yaml'}",
+        f"--set=image.repository=123456789012.dkr.ecr.eu-west-1.amazonaws.com/logberg-{release}",
+        "--set=image.tag=0.1.0-0123456789ab",
+        f"--values={values_file}",
+    )
+    assert docs
+    text = yaml.safe_dump_all(docs)
+    placeholder = r"(?:<|&lt;)(?:account|region|prefix|rds-endpoint)(?:>|&gt;)"  # XML too
+    assert not re.findall(placeholder, text)
+    if release == "hive-metastore":
+        assert VALUES_TF.identifiers["aws_db_instance.metastore.address"] in text
+    else:
+        assert VALUES_TF.value("${local.landing_uri}") in text
