@@ -85,6 +85,15 @@ def describe(ds: Dataset) -> dict[str, Any]:
 
 # ---- sections --------------------------------------------------------------------------
 
+# The generator's speed before its words came from Faker (issue #23), to show beside the
+# current figure: bench_generator() of commit 03af81e at full scale, BENCH_GZIP=0 (1M lines,
+# 3 repetitions, median lines per CPU-second). The value is the median of 20 such calls on
+# 2026-11-24 on the 2-vCPU bench machine while a cluster test loaded it (range 370,529 -
+# 450,265); the Faker version, interleaved with them: median 410,476 of 19 calls (351,125 -
+# 444,081). Only comparable with a full-scale, uncompressed run on the same machine.
+GENERATOR_BEFORE_FAKER_COMMIT = "03af81e"
+GENERATOR_BEFORE_FAKER = 412_041.7  # lines per CPU-second
+
 
 def bench_generator() -> dict[str, Any]:
     from generator import bench_lines_per_second
@@ -104,13 +113,28 @@ def bench_generator() -> dict[str, Any]:
             f"generator {i + 1}/{REPEATS}: {lps:,.0f} lines/s wall, {per_core[-1]:,.0f} per CPU-s "
             f"({wall:.1f}s, cpu {cpu:.1f}s)"
         )
+    now = median(per_core)
+    comparable = config.SCALE == "full" and not config.GZIP
+    before = GENERATOR_BEFORE_FAKER if comparable else None
+    log(
+        f"generator: {now or 0:,.0f} lines per CPU-s; before Faker "
+        f"({GENERATOR_BEFORE_FAKER_COMMIT}): "
+        + (f"{before:,.0f}" if before else "not comparable (full scale, no gzip only)")
+    )
     return {
         "lines": n,
         "gzip": config.GZIP,
         "lines_per_s_runs": walls,
         "lines_per_cpu_s_runs": per_core,
         "lines_per_s": median(walls),
-        "lines_per_s_per_core": median(per_core),
+        "lines_per_s_per_core": now,
+        "before_faker": {
+            "commit": GENERATOR_BEFORE_FAKER_COMMIT,
+            "lines_per_s_per_core": GENERATOR_BEFORE_FAKER,
+            "comparable": comparable,
+        },
+        "lines_per_s_per_core_before_faker": before,
+        "vs_before_faker": round(now / before, 3) if now and before else None,
     }
 
 
@@ -352,6 +376,10 @@ def table(res: dict[str, Any]) -> str:
         ("analytics s (whole process, after 5M)", f(res["analytics_s"], "{:.1f}")),
         ("incremental ratio (+1 day onto 30 / onto 0)", f(res["incremental_ratio"], "{:.2f}")),
         ("generator lines/s per core", f(res["generator_lines_per_s_per_core"], "{:,.0f}")),
+        (
+            f"generator lines/s per core before Faker ({GENERATOR_BEFORE_FAKER_COMMIT})",
+            f(res.get("generator_lines_per_s_per_core_before_faker"), "{:,.0f}"),
+        ),
         ("peak RSS MB (ingest tree, 5M)", f(res["peak_rss_mb"], "{:,.0f}")),
         (
             "streaming latency s",
@@ -450,6 +478,9 @@ def main() -> int:
             "incremental_ratio": inc.get("incremental_ratio"),
             "incremental_ratio_in_session": inc.get("incremental_ratio_in_session"),
             "generator_lines_per_s_per_core": (res["generator"] or {}).get("lines_per_s_per_core"),
+            "generator_lines_per_s_per_core_before_faker": (res["generator"] or {}).get(
+                "lines_per_s_per_core_before_faker"
+            ),
             "peak_rss_mb": l5.get("peak_rss_mb"),
             "duckdb_peak_rss_mb": d5.get("peak_rss_mb"),
             "streaming_latency_s": (res["streaming"] or {}).get("latency_s"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ipaddress
 import itertools
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from generator import model
@@ -32,7 +33,6 @@ _V6_NETS = (
     "2a00:23c5::/32",
     "2a01:4f8::/32",
 )
-_USERS = ("alice", "bob", "carol", "dave", "jsmith", "mwilson", "admin", "deploy", "reporting")
 
 
 @dataclass
@@ -125,7 +125,8 @@ def _random_v6(rng: random.Random) -> str:
     return ipaddress.IPv6Address(int(net.network_address) | subnet | iid).compressed
 
 
-def build_clients(rng: random.Random, n: int) -> ClientPool:
+def build_clients(rng: random.Random, n: int, user_names: Sequence[str]) -> ClientPool:
+    """`n` clients; the rare named ones take a basic-auth user from `user_names`."""
     groups = by_device_type()
     counts = _class_counts(n)
     agents: list[Agent] = []
@@ -174,7 +175,7 @@ def build_clients(rng: random.Random, n: int) -> ClientPool:
             seen.add(ip)
         ips.append(ip)
         named = rng.random() < (0.2 if role == "api" else model.USER_SHARE if human else 0.0)
-        users.append(rng.choice(_USERS) if named else "-")
+        users.append(rng.choice(user_names) if named else "-")
         if rng.random() < model.XFF_SHARE:
             xff = _random_v4(rng)
             xffs.append(

@@ -32,6 +32,7 @@ from generator.sinks import Destination, LocalDestination, S3Destination, s3_cli
 from generator.site import POOL_SIZE, build_pools
 from generator.stats import MALFORMED, DayCounts, odd_key, summaries
 from generator.timeline import DAY, Intensity, iso, sorted_times, windows
+from generator.words import build_words, faker_for
 
 CHUNK = 32_768  # lines rendered and handed to the writer at a time
 RAW_PREFIX = "raw/nginx"
@@ -162,8 +163,12 @@ class Generator:
         self.cfg = cfg
         self.run_id = cfg.run_id
         seed = cfg.seed
-        self.pool = build_clients(random.Random(f"logberg/{seed}/clients"), cfg.clients)
-        pools = build_pools(random.Random(f"logberg/{seed}/site"))
+        # Faker is called here, once per run, for the text pools; never per line.
+        words = build_words(faker_for(seed))
+        self.pool = build_clients(
+            random.Random(f"logberg/{seed}/clients"), cfg.clients, words.users
+        )
+        pools = build_pools(random.Random(f"logberg/{seed}/site"), words)
         self.maker = LineMaker(cfg, self.pool, pools)
         self.intensity = Intensity(cfg.tz_offset)
         self.days = DayCounts()

@@ -3,7 +3,9 @@
 `build_pools` pre-renders, per client role, a pool of request/response fragments
 `] "GET /path HTTP/1.1" 200 1234 "referer" "` that the line renderer picks from. Paths,
 methods, status codes, sizes and referrers are drawn together, so they correlate the
-way they do on a real site. Text is already nginx-escaped (`"` as `\\x22`).
+way they do on a real site. Text is already nginx-escaped (`"` as `\\x22`). The words
+(product and blog slugs, search phrases, referring sites) are the run's Faker pools
+(`words.py`); categories, search engines, social sites and probes are fixed.
 """
 
 from __future__ import annotations
@@ -13,44 +15,21 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from generator.words import Words
+
 HOST = "https://www.shop.example"
 POOL_SIZE = 8192
 
 # fmt: off
-_ADJ = (
-    "red", "blue", "black", "white", "classic", "slim", "organic", "vintage", "cozy", "ultra",
-    "light", "smart", "wooden", "compact", "retro", "premium", "eco", "soft", "waterproof",
-    "wireless",
-)
-_NOUN = (
-    "sneakers", "jacket", "backpack", "lamp", "mug", "kettle", "headphones", "chair", "desk",
-    "watch", "scarf", "bottle", "tent", "blanket", "speaker", "keyboard", "notebook", "wallet",
-    "sunglasses", "boots",
-)
 _CATEGORIES = (
     "shoes", "clothing", "bags", "home", "kitchen", "audio", "furniture", "watches",
     "accessories", "outdoor", "office", "sale", "new-arrivals", "gifts",
 )
-_TOPICS = (
-    "how-to-choose", "care-guide", "gift-ideas", "spring-collection", "behind-the-scenes",
-    "sustainability", "size-guide", "best-sellers", "travel-tips", "workspace-setup",
-    "coffee-at-home", "camping-checklist",
-)
 # fmt: on
-_SEARCH = (
-    "shoes",
-    "red+sneakers",
-    "rain+jacket",
-    "desk+lamp",
-    "gift",
-    "sale",
-    "backpack",
-    "wireless+headphones",
-    "coffee",
-    "%E2%82%AC+20",
-    "\\x22running+shoes\\x22",
-    "caf%C3%A9",
-)
+# Searches that carry escapes (a quoted phrase as nginx writes `"`, percent-encoded UTF-8),
+# a quarter of all searches; the rest are the run's Faker phrases (`words.py`).
+_SEARCH_ESCAPED = ("%E2%82%AC+20", "\\x22running+shoes\\x22", "caf%C3%A9")
+_SEARCH_ESCAPED_SHARE = 0.25
 _SEARCH_ENGINES = (
     ("https://www.google.com/", 70.0),
     ("https://www.bing.com/", 10.0),
@@ -136,19 +115,19 @@ def _pick(rng: random.Random, items: Sequence[str], weights: Sequence[float]) ->
     return rng.choices(items, weights=weights)[0]
 
 
-def build_site(rng: random.Random) -> Site:
+def build_site(rng: random.Random, words: Words) -> Site:
     products = sorted(rng.sample(range(1000, 99999), 600))
     pages: list[tuple[str, int]] = [("/", 48_000)]
     for p in ("/about", "/contact", "/faq", "/shipping", "/returns", "/login", "/cart"):
         pages.append((p, int(rng.lognormvariate(10.0, 0.3))))
     pages += [(f"/category/{c}", int(rng.lognormvariate(10.8, 0.3))) for c in _CATEGORIES]
     for pid in products:
-        slug = f"{rng.choice(_ADJ)}-{rng.choice(_NOUN)}"
+        slug = f"{rng.choice(words.modifiers)}-{rng.choice(words.nouns)}"
         pages.append((f"/products/{slug}-{pid}", int(rng.lognormvariate(10.5, 0.4))))
     for n in range(120):
         year = 2019 + n % 6
         pages.append(
-            (f"/blog/{year}/{rng.choice(_TOPICS)}-{n}", int(rng.lognormvariate(10.3, 0.5)))
+            (f"/blog/{year}/{rng.choice(words.topics)}-{n}", int(rng.lognormvariate(10.3, 0.5)))
         )
     # Humans: the home page and categories first, then a long Zipf tail; crawlers: flatter.
     head = 1 + 7 + len(_CATEGORIES)
@@ -201,9 +180,18 @@ def build_site(rng: random.Random) -> Site:
 class _Draw:
     """One role's drawing rules over a Site."""
 
-    def __init__(self, rng: random.Random, site: Site) -> None:
+    def __init__(self, rng: random.Random, site: Site, words: Words) -> None:
         self.r = rng
         self.s = site
+        self.w = words
+        # Referring sites: a few send most of the visitors.
+        self.site_cum = _cum([1.0 / (rank + 1) for rank in range(len(words.sites))])
+
+    def query(self) -> str:
+        """A search's q= value (URL-encoded, nginx-escaped)."""
+        if self.r.random() < _SEARCH_ESCAPED_SHARE:
+            return self.r.choice(_SEARCH_ESCAPED)
+        return self.r.choice(self.w.searches)
 
     def page(self, crawl: bool = False) -> tuple[str, int]:
         cum = self.s.crawl_cum if crawl else self.s.page_cum
@@ -211,8 +199,10 @@ class _Draw:
 
     def page_referer(self) -> str:
         u = self.r.random()
-        if u < 0.30:
+        if u < 0.27:
             return _pick(self.r, [e for e, _ in _SEARCH_ENGINES], [w for _, w in _SEARCH_ENGINES])
+        if u < 0.30:
+            return self.r.choices(self.w.sites, cum_weights=self.site_cum)[0]
         if u < 0.72:
             return HOST + self.page()[0]
         if u < 0.93:
@@ -246,7 +236,7 @@ class _Draw:
         return method, path, proto, status, str(int(size * r.uniform(0.95, 1.05))), ref
 
     def search(self, proto: str) -> Fields:
-        q = self.r.choice(_SEARCH)
+        q = self.query()
         size = int(self.r.lognormvariate(10.4, 0.4))
         return "GET", f"/search?q={q}", proto, 200, str(size), HOST + "/"
 
@@ -301,7 +291,7 @@ class _Draw:
         elif v < 0.60:
             path, size = f"/api/v1/products/{pid}", int(r.lognormvariate(7.3, 0.5))
         elif v < 0.72:
-            path = f"/api/v1/search?q={r.choice(_SEARCH)}&limit=10"
+            path = f"/api/v1/search?q={self.query()}&limit=10"
             size = int(r.lognormvariate(7.8, 1.0))
         elif v < 0.80:
             path = f"/api/v1/products/{pid}/reviews?page={r.randint(1, 5)}"
@@ -421,8 +411,11 @@ def fragment(f: Fields) -> str:
     return f'] "{method} {target} {proto}" {status} {size} "{ref}" "'
 
 
-def build_pools(rng: random.Random, size: int = POOL_SIZE) -> dict[str, tuple[str, ...]]:
-    """Per role, `size` rendered fragments drawn from the role's request mix."""
-    site = build_site(rng)
-    d = _Draw(rng, site)
+def build_pools(
+    rng: random.Random, words: Words, size: int = POOL_SIZE
+) -> dict[str, tuple[str, ...]]:
+    """Per role, `size` rendered fragments drawn from the role's request mix; the text
+    (slugs, searches, referring sites) comes from `words`, Faker's pools of the run."""
+    site = build_site(rng, words)
+    d = _Draw(rng, site, words)
     return {role: tuple(fragment(fn(d)) for _ in range(size)) for role, fn in _ROLES.items()}

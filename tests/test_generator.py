@@ -527,6 +527,20 @@ def test_console_entry_points(tmp_path: Path) -> None:
     assert len(list(out.rglob("*.log.gz"))) == 1
 
 
+def test_the_clock_renders_every_second_of_the_day() -> None:
+    from generator.render import Clock
+
+    clock = Clock("-0330", -12_600)
+    assert len(clock.hms) == 86_400
+    for s, text in enumerate(clock.hms):
+        assert text == f":{s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d} -0330"
+    # 2025-01-06 00:00:00 UTC is 2025-01-05 20:30:00 at -0330.
+    assert clock.render([1_736_121_600, 1_736_121_600 + 86_399]) == [
+        "05/Jan/2025:20:30:00 -0330",
+        "06/Jan/2025:20:29:59 -0330",
+    ]
+
+
 def test_progress_goes_to_the_given_stream_only_when_enabled() -> None:
     shown, hidden = io.StringIO(), io.StringIO()
     for stream, enabled in ((shown, True), (hidden, False)):
