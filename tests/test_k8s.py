@@ -742,7 +742,9 @@ def check_submitted_ingest(deployed: Deployed, name: str, stdout: str) -> None:
 
     status = logberg_k8s(deployed, "status")
     assert status.returncode == 0, status.stderr
-    row = next(ln for ln in status.stdout.splitlines() if ln.startswith(name))
+    rows = [ln for ln in status.stdout.splitlines() if f"| {name} " in ln]
+    assert len(rows) == 1, status.stdout
+    row = rows[0]
     assert "COMPLETED" in row and f"{name}-driver" in row
     logs = logberg_k8s(deployed, "logs", name)
     assert logs.returncode == 0, logs.stderr
