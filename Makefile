@@ -82,8 +82,16 @@ lint: tools checkov ## ruff, mypy and the static chart/Terraform checks
 	$(BIN)/pytest -m static $(PYTEST_ARGS)
 
 .PHONY: bench
-bench: setup ## benchmarks side by side with DuckDB; writes bench/results/latest.json
+bench: setup bench-tools ## benchmarks side by side with DuckDB and GoAccess; writes bench/results/latest.json
 	$(BIN)/python -m bench
+
+.PHONY: bench-tools
+bench-tools: ## GoAccess, the bench's file -> report baseline (Debian's package, with apt-get as root or sudo)
+	@command -v goaccess >/dev/null || { \
+	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  echo "installing goaccess (apt-get)"; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq goaccess \
+	    || echo "goaccess could not be installed: the bench reports its figure as not measured"; }
 
 .PHONY: clean
 clean: down ## remove local state (.logberg); keeps .venv and .tools

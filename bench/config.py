@@ -3,8 +3,8 @@
 BENCH_SCALE    full (default) | small: tiny datasets, for a smoke run of the whole harness
 BENCH_REPEATS  repetitions per figure (default 3 at full scale, 1 at small); median reported
 BENCH_GZIP     1 = gzip the generated logs (default 0: plain .log for both tools)
-BENCH_SKIP     comma list of sections to skip: generator, duckdb, ingest, incremental,
-               streaming
+BENCH_SKIP     comma list of sections to skip: generator, duckdb, goaccess, ingest,
+               incremental, streaming
 BENCH_RESULTS  where to write the JSON (default bench/results/latest.json)
 """
 

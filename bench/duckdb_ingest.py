@@ -4,16 +4,17 @@
 
 Reads every *.log / *.log.gz under DIR (recursively, skipping _manifests), parses each line
 with ONE regular expression (`regexp_extract(line, pattern, [names...])`, struct form, so the
-regex runs once per line), rejects lines by the same rules as jobs/logberg/parse.py
-(unparseable, bad_ip, bad_timestamp, bad_status, bad_size), enriches the good ones
-(UTC timestamp from the line's offset, date, hour, status category, device class by the
-rules of jobs/logberg/devices.py: bot markers first, then tablet, mobile, desktop, other)
-and writes them, in ONE streaming COPY, as zstd Parquet partitioned by date under
-OUTPUT/access_logs; rejects (with their raw line and reason) are the date=NULL partition.
+regex runs once per line), rejects lines by the same rules as logberg's line parser
+(unparseable, bad_ip, bad_timestamp, bad_status, bad_size), enriches the good ones (UTC
+timestamp from the line's offset, date, hour, status category, url_path, device class by
+the rules of jobs/logberg/pipeline/devices.py: bot markers first, then tablet, mobile,
+desktop, other; is_bot) and writes them, in ONE streaming COPY, as zstd Parquet
+partitioned by date under OUTPUT/access_logs; rejects (with their raw line and reason) are
+the date=NULL partition.
 Prints one JSON line: {"kept": .., "rejected": .., "seconds": ..}.
 
-The device markers are read from jobs/logberg/devices.py with `ast` (no pyspark import), so
-both tools classify with the same lists.
+The device markers are read from jobs/logberg/pipeline/devices.py with `ast` (no pyspark
+import), so both tools classify with the same lists.
 """
 
 from __future__ import annotations
@@ -27,13 +28,15 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-DEVICES_PY = REPO / "jobs" / "logberg" / "devices.py"
+DEVICES_PY = REPO / "jobs" / "logberg" / "pipeline" / "devices.py"
 
 # The combined format, as in jobs/logberg/parse.py but without possessive quantifiers
 # (RE2 has none; it never backtracks anyway).
 LINE_RE = r'^(\S+) (\S+) (\S+) \[([^\]]*)\] "([^"]*)" (\S+) (\S+) "([^"]*)" "([^"]*)"(.*)$'
 FIELDS = ["ip", "ident", "usr", "time", "request", "status", "size", "referer", "agent", "rest"]
 IP_CHARS = r"^[0-9A-Fa-f:.]{2,45}$"
+# url_path as LineScan.java takes it: `METHOD target[ HTTP...]`, the target up to its `?`.
+PATH_RE = r"^[A-Z]{1,20} ([^ ?]*)[^ ]*(?: HTTP[^ ]*)?$"
 
 
 def device_markers(path: Path = DEVICES_PY) -> dict[str, tuple[str, ...]]:
@@ -141,6 +144,8 @@ def build_sql(files: list[str], out: Path) -> str:
                     ELSE 'Server Error' END AS status_category,
                response_size, {nd("f.referer")} AS referer, {nd("f.agent")} AS user_agent,
                {device_sql(ua)} AS device_type,
+               {device_sql(ua)} = 'bot' AS is_bot,
+               nullif(regexp_extract(f.request, {_lit(PATH_RE)}, 1), '') AS url_path,
                source_file, reject_reason,
                CASE WHEN reject_reason IS NOT NULL THEN line END AS raw_line
         FROM checked

@@ -122,12 +122,20 @@ class Lakehouse:
             out[f"step_{name}"] = float(sec)
         return r, out
 
-    def analytics(self) -> tuple[procs.ProcResult, dict[str, float]]:
+    def analytics(self) -> tuple[procs.ProcResult, dict[str, Any]]:
         r = self.logberg("analytics").check("logberg analytics")
         m = ANALYTICS_RE.search(r.stdout)
         if not m:
             raise RuntimeError(f"logberg analytics printed no summary line:\n{r.stdout[-2000:]}")
-        return r, {k: float(v) for k, v in m.groupdict().items()}
+        out: dict[str, Any] = {k: float(v) for k, v in m.groupdict().items()}
+        steps = STEPS_RE.search(r.stdout[m.start() :])
+        out["steps"] = {
+            name: float(sec)
+            for name, _, sec in (
+                i.partition(":") for i in (steps.group(1).split(",") if steps else [])
+            )
+        }
+        return r, out
 
     def has_follow(self) -> bool:
         r = self.logberg("ingest", "--help")

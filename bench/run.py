@@ -7,6 +7,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import config, datasets, procs
+from bench import config, datasets, gold, procs
 from bench.config import DATA, REPEATS, SIZES, SKIP
 from bench.datasets import Dataset, Spec
 from bench.lakehouse import Lakehouse
@@ -32,6 +33,11 @@ def log(msg: str) -> None:
 
 def median(xs: list[float]) -> float | None:
     return round(statistics.median(xs), 3) if xs else None
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    """a / b (time over time: below 1 is faster than b), None when either is missing."""
+    return round(a / b, 3) if a and b else None
 
 
 def rate(lines: int, seconds: float | None) -> float | None:
@@ -138,7 +144,7 @@ def bench_generator() -> dict[str, Any]:
     }
 
 
-def bench_duckdb(ds: Dataset) -> dict[str, Any]:
+def bench_duckdb(ds: Dataset, analytics: bool = False) -> dict[str, Any]:
     out_dir = DATA / "duckdb-out" / ds.spec.name
     runs = []
     for i in range(REPEATS):
@@ -159,19 +165,26 @@ def bench_duckdb(ds: Dataset) -> dict[str, Any]:
                 f"duckdb baseline on {ds.spec.name}: kept/rejected {summary['kept']}/"
                 f"{summary['rejected']} != manifest valid/malformed {ds.valid}/{ds.malformed}"
             )
-        runs.append(
-            {
-                "wall_s": round(r.wall_s, 3),
-                "in_process_s": summary["seconds"],
-                "parse_write_s": summary["parse_write_s"],
-                "kept": summary["kept"],
-                "rejected": summary["rejected"],
-                "peak_rss_mb": r.peak_tree_rss_mb,
+        run = {
+            "wall_s": round(r.wall_s, 3),
+            "in_process_s": summary["seconds"],
+            "parse_write_s": summary["parse_write_s"],
+            "kept": summary["kept"],
+            "rejected": summary["rejected"],
+            "peak_rss_mb": r.peak_tree_rss_mb,
+        }
+        if analytics:  # file -> gold tables: the analytics script over what ingest wrote
+            a = duckdb_analytics(["--input", str(out_dir)], DATA / "duckdb-gold" / ds.spec.name)
+            run |= {
+                "analytics_wall_s": a["wall_s"],
+                "analytics_peak_rss_mb": a["peak_rss_mb"],
+                "file_to_gold_s": round(run["wall_s"] + a["wall_s"], 3),
             }
-        )
+        runs.append(run)
         log(
             f"duckdb {ds.spec.name} {i + 1}/{REPEATS}: {r.wall_s:.1f}s whole process "
             f"({summary['seconds']:.1f}s in process), peak {r.peak_tree_rss_mb:.0f} MB"
+            + (f"; analytics {run['analytics_wall_s']:.1f}s" if analytics else "")
         )
     wall = median([r["wall_s"] for r in runs])
     return {
@@ -179,6 +192,81 @@ def bench_duckdb(ds: Dataset) -> dict[str, Any]:
         "wall_s": wall,
         "in_process_s": median([r["in_process_s"] for r in runs]),
         "lines_per_s": rate(ds.lines, wall),
+        "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
+        "file_to_gold_s": median([r["file_to_gold_s"] for r in runs if analytics]),
+        "file_to_gold_peak_rss_mb": max(
+            (max(r["peak_rss_mb"], r["analytics_peak_rss_mb"]) for r in runs if analytics),
+            default=None,
+        ),
+    }
+
+
+def duckdb_analytics(source: list[str], out_dir: Path) -> dict[str, Any]:
+    """One whole-process run of bench/duckdb_analytics.py."""
+    r = procs.run(
+        [
+            sys.executable,
+            str(REPO / "bench" / "duckdb_analytics.py"),
+            *source,
+            "--output",
+            str(out_dir),
+        ],
+        cwd=REPO,
+    ).check("duckdb_analytics")
+    summary = json.loads(r.stdout.strip().splitlines()[-1])
+    return {
+        "wall_s": round(r.wall_s, 3),
+        "in_process_s": summary["seconds"],
+        "peak_rss_mb": r.peak_tree_rss_mb,
+        "rows": summary["rows"],
+        "out": out_dir,
+    }
+
+
+def bench_goaccess(ds: Dataset) -> dict[str, Any] | None:
+    """GoAccess over the same files, whole process, JSON report (file -> its report)."""
+    exe = shutil.which("goaccess")
+    if exe is None:
+        log("goaccess: not installed, not measured (apt-get install goaccess)")
+        return None
+    files = sorted(str(p) for p in ds.landing.rglob("*.log*") if "_manifests" not in p.parts)
+    report = DATA / "goaccess" / f"{ds.spec.name}.json"
+    report.parent.mkdir(parents=True, exist_ok=True)
+    runs = []
+    for i in range(REPEATS):
+        report.unlink(missing_ok=True)
+        r = procs.run(
+            [
+                exe,
+                *files,
+                "--log-format=COMBINED",
+                "--no-global-config",
+                "--no-progress",
+                "-o",
+                str(report),
+            ],
+            cwd=REPO,
+        ).check("goaccess")
+        general = json.loads(report.read_text()).get("general", {})
+        runs.append(
+            {
+                "wall_s": round(r.wall_s, 3),
+                "peak_rss_mb": r.peak_tree_rss_mb,
+                "valid_requests": general.get("valid_requests"),
+                "failed_requests": general.get("failed_requests"),
+            }
+        )
+        log(
+            f"goaccess {ds.spec.name} {i + 1}/{REPEATS}: {r.wall_s:.1f}s whole process, "
+            f"peak {r.peak_tree_rss_mb:.0f} MB, {general.get('valid_requests')} valid requests "
+            f"(manifest: {ds.valid})"
+        )
+    return {
+        "version": subprocess.run(
+            [exe, "--version"], capture_output=True, text=True
+        ).stdout.splitlines()[:1],
+        "runs": runs,
+        "wall_s": median([r["wall_s"] for r in runs]),
         "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
     }
 
@@ -202,7 +290,7 @@ def check_tables(lh: Lakehouse, what: str, valid: int, malformed: int) -> None:
 
 
 def ingest_and_analytics(
-    lh: Lakehouse, ds: Dataset, what: str, analytics: bool = True
+    lh: Lakehouse, ds: Dataset, what: str, analytics: bool = True, baseline: bool = False
 ) -> dict[str, Any]:
     ri, si = lh.ingest(ds.uri)
     check_ingest(what, si, ds.valid, ds.malformed)
@@ -219,12 +307,28 @@ def ingest_and_analytics(
     if not analytics:
         return out
     ra, sa = lh.analytics()
-    return out | {
+    out |= {
         "analytics_wall_s": round(ra.wall_s, 3),
         "analytics_session_s": sa["duration"],
         "analytics_days": int(sa["days"]),
         "analytics_weeks": int(sa["weeks"]),
         "analytics_peak_rss_mb": ra.peak_tree_rss_mb,
+        "analytics_steps_s": sa.get("steps", {}),
+        "file_to_gold_s": round(ri.wall_s + ra.wall_s, 3),
+    }
+    if not baseline:
+        return out
+    # The same five tables by DuckDB from the same Parquet files; equal rows or no ratio.
+    listing = DATA / "access_logs_files.txt"
+    listing.write_text("\n".join(gold.access_logs_files(lh.spark)) + "\n")
+    d = duckdb_analytics(["--files", str(listing)], DATA / "duckdb-gold" / "same-files")
+    diff = gold.mismatches(lh.spark, d["out"])
+    if diff:
+        raise CorrectnessError(f"{what}: DuckDB's gold tables differ from logberg's: {diff}")
+    return out | {
+        "duckdb_analytics_wall_s": d["wall_s"],
+        "duckdb_analytics_peak_rss_mb": d["peak_rss_mb"],
+        "duckdb_analytics_rows": d["rows"],
     }
 
 
@@ -232,7 +336,7 @@ def bench_ingest(lh: Lakehouse, ds: Dataset, analytics: bool) -> dict[str, Any]:
     runs = []
     for i in range(REPEATS):
         lh.reset()
-        r = ingest_and_analytics(lh, ds, f"{ds.spec.name} run {i + 1}", analytics)
+        r = ingest_and_analytics(lh, ds, f"{ds.spec.name} run {i + 1}", analytics, analytics)
         check_tables(lh, f"{ds.spec.name} run {i + 1}", ds.valid, ds.malformed)
         runs.append(r)
         log(
@@ -240,7 +344,8 @@ def bench_ingest(lh: Lakehouse, ds: Dataset, analytics: bool) -> dict[str, Any]:
             f"process ({r['ingest_session_s']:.1f}s after session start), peak "
             f"{r['ingest_peak_rss_mb']:.0f} MB"
             + (
-                f"; analytics {r['analytics_wall_s']:.1f}s ({r['analytics_session_s']:.1f}s)"
+                f"; analytics {r['analytics_wall_s']:.1f}s ({r['analytics_session_s']:.1f}s), "
+                f"DuckDB's over the same files {r['duckdb_analytics_wall_s']:.1f}s, rows equal"
                 if analytics
                 else ""
             )
@@ -256,6 +361,13 @@ def bench_ingest(lh: Lakehouse, ds: Dataset, analytics: bool) -> dict[str, Any]:
         "lines_per_s_after_session_start": rate(ds.lines, session),
         "analytics_wall_s": median([r["analytics_wall_s"] for r in runs if analytics]),
         "analytics_session_s": median([r["analytics_session_s"] for r in runs if analytics]),
+        "analytics_peak_rss_mb": max(
+            (r["analytics_peak_rss_mb"] for r in runs if analytics), default=None
+        ),
+        "duckdb_analytics_wall_s": median(
+            [r["duckdb_analytics_wall_s"] for r in runs if analytics]
+        ),
+        "file_to_gold_s": median([r["file_to_gold_s"] for r in runs if analytics]),
         "peak_rss_mb": max(r["ingest_peak_rss_mb"] for r in runs),
         "peak_proc_hwm_mb": max(r["ingest_peak_proc_hwm_mb"] for r in runs),
     }
@@ -292,6 +404,8 @@ def bench_incremental(lh: Lakehouse, base: Dataset, days: list[Dataset]) -> dict
             f"incremental: +{day.spec.start_date} onto empty: {r['total']:.1f}s "
             f"(in session {r['total_session']:.1f}s)"
         )
+    a30 = median([r["analytics_wall_s"] for r in to_30])
+    a0 = median([r["analytics_wall_s"] for r in to_0])
     m30 = median([r["total"] for r in to_30])
     m0 = median([r["total"] for r in to_0])
     s30 = median([r["total_session"] for r in to_30])
@@ -303,6 +417,9 @@ def bench_incremental(lh: Lakehouse, base: Dataset, days: list[Dataset]) -> dict
         "add_day_to_30_s": m30,
         "add_day_to_0_s": m0,
         "incremental_ratio": round(m30 / m0, 3) if m30 and m0 else None,
+        "add_day_to_30_analytics_s": a30,
+        "add_day_to_0_analytics_s": a0,
+        "incremental_analytics_ratio": round(a30 / a0, 3) if a30 and a0 else None,
         "add_day_to_30_session_s": s30,
         "add_day_to_0_session_s": s0,
         "incremental_ratio_in_session": round(s30 / s0, 3) if s30 and s0 else None,
@@ -374,6 +491,35 @@ def table(res: dict[str, Any]) -> str:
             f(res.get("ingest_lines_per_s_after_session_start"), "{:,.0f}"),
         ),
         ("analytics s (whole process, after 5M)", f(res["analytics_s"], "{:.1f}")),
+        (
+            "duckdb analytics s (same Parquet files, rows equal)",
+            f(res["duckdb_analytics_s"], "{:.1f}"),
+        ),
+        ("analytics time vs duckdb (<1 = faster)", f(res["analytics_vs_duckdb"], "{:.2f}")),
+        ("file -> gold s: logberg (ingest + analytics)", f(res["file_to_gold_s"], "{:.1f}")),
+        ("file -> gold s: duckdb (ingest + analytics)", f(res["duckdb_file_to_gold_s"], "{:.1f}")),
+        ("file -> report s: goaccess (JSON)", f(res["goaccess_s"], "{:.1f}")),
+        (
+            "file -> gold time vs duckdb / goaccess",
+            " / ".join(
+                f(res[k], "{:.2f}") for k in ("file_to_gold_vs_duckdb", "file_to_gold_vs_goaccess")
+            ),
+        ),
+        (
+            "peak RSS MB file -> gold: logberg / duckdb / goaccess",
+            " / ".join(
+                f(res[k], "{:,.0f}")
+                for k in (
+                    "file_to_gold_peak_rss_mb",
+                    "duckdb_file_to_gold_peak_rss_mb",
+                    "goaccess_peak_rss_mb",
+                )
+            ),
+        ),
+        (
+            "incremental analytics ratio (+1 day onto 30 / 0)",
+            f(res["incremental_analytics_ratio"], "{:.2f}"),
+        ),
         ("incremental ratio (+1 day onto 30 / onto 0)", f(res["incremental_ratio"], "{:.2f}")),
         ("generator lines/s per core", f(res["generator_lines_per_s_per_core"], "{:,.0f}")),
         (
@@ -431,7 +577,8 @@ def main() -> int:
     res["duckdb"] = {}
     if "duckdb" not in SKIP:
         for key in ("lines_1m", "lines_5m"):
-            res["duckdb"][key] = bench_duckdb(ds[key])
+            res["duckdb"][key] = bench_duckdb(ds[key], analytics=key == "lines_5m")
+    res["goaccess"] = None if "goaccess" in SKIP else bench_goaccess(ds["lines_5m"])
 
     res["logberg"] = {}
     res["incremental"] = None
@@ -475,6 +622,24 @@ def main() -> int:
             ),
             "analytics_s": l5.get("analytics_wall_s"),
             "analytics_session_s": l5.get("analytics_session_s"),
+            "duckdb_analytics_s": l5.get("duckdb_analytics_wall_s"),
+            "analytics_vs_duckdb": ratio(
+                l5.get("analytics_wall_s"), l5.get("duckdb_analytics_wall_s")
+            ),
+            "file_to_gold_s": l5.get("file_to_gold_s"),
+            "duckdb_file_to_gold_s": d5.get("file_to_gold_s"),
+            "goaccess_s": (res["goaccess"] or {}).get("wall_s"),
+            "file_to_gold_vs_duckdb": ratio(l5.get("file_to_gold_s"), d5.get("file_to_gold_s")),
+            "file_to_gold_vs_goaccess": ratio(
+                l5.get("file_to_gold_s"), (res["goaccess"] or {}).get("wall_s")
+            ),
+            "file_to_gold_peak_rss_mb": max(
+                (v for v in (l5.get("peak_rss_mb"), l5.get("analytics_peak_rss_mb")) if v),
+                default=None,
+            ),
+            "duckdb_file_to_gold_peak_rss_mb": d5.get("file_to_gold_peak_rss_mb"),
+            "goaccess_peak_rss_mb": (res["goaccess"] or {}).get("peak_rss_mb"),
+            "incremental_analytics_ratio": inc.get("incremental_analytics_ratio"),
             "incremental_ratio": inc.get("incremental_ratio"),
             "incremental_ratio_in_session": inc.get("incremental_ratio_in_session"),
             "generator_lines_per_s_per_core": (res["generator"] or {}).get("lines_per_s_per_core"),

@@ -145,6 +145,71 @@ def snapshots(spark, table: str) -> list[Any]:
 TABLES = [t.qualified for t in an.GOLD]
 
 
+def test_the_duckdb_baseline_builds_the_same_gold_tables(spark, new_year, tmp_path) -> None:
+    """bench/duckdb_analytics.py, over the same access_logs files, gives our rows exactly
+    (across the new year, so ISO week-years too): the bench compares with it."""
+    from bench import gold
+
+    files = gold.access_logs_files(spark)
+    assert files and all(Path(f).is_file() for f in files)
+    listing = tmp_path / "files.txt"
+    listing.write_text("\n".join(files) + "\n")
+    out = tmp_path / "duck"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "bench" / "duckdb_analytics.py"),
+            "--files",
+            str(listing),
+            "--output",
+            str(out),
+            "--top-n",
+            str(TOP),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+        timeout=300,
+    )
+    rows = json.loads(proc.stdout.splitlines()[-1])["rows"]
+    assert rows["weekly_analytics"] == 3 and rows["daily_top_ips"] == 10 * TOP  # 12-28..01-06
+    assert gold.mismatches(spark, out) == {}
+
+
+def test_the_comparison_sees_one_changed_value(spark, new_year, tmp_path) -> None:
+    """The check above can fail: one count changed in the baseline's output is reported."""
+    import duckdb
+
+    from bench import gold
+
+    listing = tmp_path / "files.txt"
+    listing.write_text("\n".join(gold.access_logs_files(spark)) + "\n")
+    out = tmp_path / "duck"
+    subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "bench" / "duckdb_analytics.py"),
+            "--files",
+            str(listing),
+            "--output",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+        timeout=300,
+    )
+    path, changed = out / "weekly_top_devices.parquet", tmp_path / "changed.parquet"
+    duckdb.sql(
+        "COPY (SELECT * REPLACE (CASE WHEN rank = 1 THEN unique_ips + 1 ELSE unique_ips END "
+        f"AS unique_ips) FROM read_parquet('{path}')) TO '{changed}' (FORMAT parquet)"
+    )
+    changed.replace(path)
+    assert list(gold.mismatches(spark, out)) == ["weekly_top_devices"]
+
+
 def test_rerun_with_nothing_new_changes_nothing(spark, new_year) -> None:
     before = {t: len(snapshots(spark, t)) for t in TABLES}
     data = {t: spark.table(t).drop("processed_timestamp").collect() for t in TABLES}

@@ -11,8 +11,8 @@ from __future__ import annotations
 import datetime as dt
 import time
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -58,11 +58,14 @@ class AnalyticsResult:
     ingest_runs: int
     top_n: int
     duration_s: float
+    steps: Mapping[str, float] = field(default_factory=dict)  # seconds per table written
 
     def summary(self) -> str:
+        steps = ",".join(f"{k}:{v}" for k, v in self.steps.items())
         return (
             f"analytics: days={len(self.days)} weeks={len(self.weeks)} "
             f"ingest_runs={self.ingest_runs} top_n={self.top_n} duration={self.duration_s:.1f}s"
+            + (f" steps={steps}" if steps else "")
         )
 
 
@@ -218,19 +221,28 @@ def analytics(spark: SparkSession, cfg: AnalyticsConfig) -> AnalyticsResult:
     days |= set(cfg.dates)
     days = {d for d in days if d is not None}
     weeks = {week_start(d) for d in days}
+    steps: dict[str, float] = {}
     if days:
         day_logs = logs.where(sql.dates_in("date", days))
         week_logs = logs.where(sql.dates_in("date", week_days(weeks)))
-        _write(spark, daily_top_ips(day_logs, cfg.top_n), DAILY_TOP_IPS)
-        _write(spark, daily_top_devices(day_logs, cfg.top_n), DAILY_TOP_DEVICES)
-        _write(spark, weekly_top_ips(week_logs, cfg.top_n), WEEKLY_TOP_IPS)
-        _write(spark, weekly_top_devices(week_logs, cfg.top_n), WEEKLY_TOP_DEVICES)
-        _write(spark, weekly_summary(week_logs), WEEKLY_ANALYTICS)
+        wanted = [
+            (DAILY_TOP_IPS, daily_top_ips(day_logs, cfg.top_n)),
+            (DAILY_TOP_DEVICES, daily_top_devices(day_logs, cfg.top_n)),
+            (WEEKLY_TOP_IPS, weekly_top_ips(week_logs, cfg.top_n)),
+            (WEEKLY_TOP_DEVICES, weekly_top_devices(week_logs, cfg.top_n)),
+            (WEEKLY_ANALYTICS, weekly_summary(week_logs)),
+        ]
         if cfg.exclude_bots:
             humans_day = day_logs.where(~F.col("is_bot"))
             humans_week = week_logs.where(~F.col("is_bot"))
-            _write(spark, daily_top_ips(humans_day, cfg.top_n), DAILY_TOP_IPS_HUMANS)
-            _write(spark, weekly_top_ips(humans_week, cfg.top_n), WEEKLY_TOP_IPS_HUMANS)
+            wanted += [
+                (DAILY_TOP_IPS_HUMANS, daily_top_ips(humans_day, cfg.top_n)),
+                (WEEKLY_TOP_IPS_HUMANS, weekly_top_ips(humans_week, cfg.top_n)),
+            ]
+        for table, df in wanted:
+            t = time.monotonic()
+            _write(spark, df, table)
+            steps[table.name] = round(time.monotonic() - t, 2)  # printed: the bench profiles
     duration = time.monotonic() - t0
     if days or run_ids:
         row = (
@@ -246,4 +258,4 @@ def analytics(spark: SparkSession, cfg: AnalyticsConfig) -> AnalyticsResult:
         spark.createDataFrame([row], ANALYTICS_RUNS.struct()).writeTo(
             qualified(spark, ANALYTICS_RUNS)
         ).append()
-    return AnalyticsResult(sorted(days), sorted(weeks), len(run_ids), cfg.top_n, duration)
+    return AnalyticsResult(sorted(days), sorted(weeks), len(run_ids), cfg.top_n, duration, steps)

@@ -1,0 +1,64 @@
+"""The bench's DuckDB baselines run and count what the generator's manifest says (the bench
+stops on a mismatch, so a broken baseline would only show in `make bench`). No services."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+
+from tests.conftest import REPO
+
+
+def run(script: str, *args: str) -> dict[str, object]:
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "bench" / script), *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return dict(json.loads(proc.stdout.splitlines()[-1]))
+
+
+def test_duckdb_ingest_then_analytics_over_its_output(tmp_path: Path) -> None:
+    out = tmp_path / "logs"
+    subprocess.run(
+        [
+            sys.executable, "-m", "generator", "--output", out.as_uri(), "--num-files", "2",
+            "--lines-per-file", "3000", "--start-date", "2025-01-04", "--end-date",
+            "2025-01-07", "--seed", "7", "--malformed-rate", "0.01", "--no-gzip", "--quiet",
+        ],
+        check=True, cwd=REPO, capture_output=True,
+    )  # fmt: skip
+    [manifest] = (out / "raw" / "nginx" / "_manifests").glob("*.json")
+    totals = json.loads(manifest.read_text())["totals"]
+    ingested = run("duckdb_ingest.py", "--input", str(out), "--output", str(tmp_path / "duck"))
+    assert (ingested["kept"], ingested["rejected"]) == (
+        totals["valid"],
+        totals["malformed_total"],
+    )
+    parquet = str(tmp_path / "duck" / "access_logs" / "**" / "*.parquet")
+    con = duckdb.connect()
+    paths, bots = con.execute(
+        f"SELECT count(url_path), count(*) FILTER (WHERE is_bot) FROM read_parquet('{parquet}', "
+        "hive_partitioning=true) WHERE reject_reason IS NULL"
+    ).fetchall()[0]
+    assert paths > 0.99 * totals["valid"] and 0 < bots < totals["valid"]
+
+    gold = run(
+        "duckdb_analytics.py", "--input", str(tmp_path / "duck"), "--output", str(tmp_path / "gold")
+    )
+    rows = gold["rows"]
+    assert isinstance(rows, dict)
+    # 4 days (Sat 2025-01-04 .. Tue 01-07) in two ISO weeks (2025-W01, W02).
+    assert rows["weekly_analytics"] == 2 and rows["daily_top_devices"] > 4
+    weekly = tmp_path / "gold" / "weekly_analytics.parquet"
+    total = con.execute(f"SELECT sum(total_requests) FROM read_parquet('{weekly}')").fetchall()[0][
+        0
+    ]
+    assert total == totals["valid"]
