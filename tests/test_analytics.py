@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -145,62 +146,43 @@ def snapshots(spark, table: str) -> list[Any]:
 TABLES = [t.qualified for t in an.GOLD]
 
 
-def test_the_duckdb_baseline_builds_the_same_gold_tables(spark, new_year, tmp_path) -> None:
-    """bench/duckdb_analytics.py, over the same access_logs files, gives our rows exactly
-    (across the new year, so ISO week-years too): the bench compares with it."""
+@pytest.fixture(scope="module")
+def duck_gold(spark, new_year, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    """bench/duckdb_analytics.py over access_logs' current data files: its output folder
+    and the rows it reports per table."""
     from bench import gold
 
     files = gold.access_logs_files(spark)
     assert files and all(Path(f).is_file() for f in files)
-    listing = tmp_path / "files.txt"
-    listing.write_text("\n".join(files) + "\n")
-    out = tmp_path / "duck"
+    tmp = tmp_path_factory.mktemp("duck-gold")
+    (tmp / "files.txt").write_text("\n".join(files) + "\n")
+    script = str(REPO / "bench" / "duckdb_analytics.py")
+    args = ["--files", str(tmp / "files.txt"), "--output", str(tmp / "out"), "--top-n", str(TOP)]
     proc = subprocess.run(
-        [
-            sys.executable,
-            str(REPO / "bench" / "duckdb_analytics.py"),
-            "--files",
-            str(listing),
-            "--output",
-            str(out),
-            "--top-n",
-            str(TOP),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=REPO,
-        timeout=300,
-    )
-    rows = json.loads(proc.stdout.splitlines()[-1])["rows"]
+        [sys.executable, script, *args],
+        capture_output=True, text=True, check=True, cwd=REPO, timeout=300,
+    )  # fmt: skip
+    return tmp / "out", json.loads(proc.stdout.splitlines()[-1])["rows"]
+
+
+def test_the_duckdb_baseline_builds_the_same_gold_tables(spark, duck_gold) -> None:
+    """The baseline, over the same access_logs files, gives our rows exactly (across the new
+    year, so ISO week-years too): the bench compares with it."""
+    from bench import gold
+
+    out, rows = duck_gold
     assert rows["weekly_analytics"] == 3 and rows["daily_top_ips"] == 10 * TOP  # 12-28..01-06
     assert gold.mismatches(spark, out) == {}
 
 
-def test_the_comparison_sees_one_changed_value(spark, new_year, tmp_path) -> None:
+def test_the_comparison_sees_one_changed_value(spark, duck_gold, tmp_path) -> None:
     """The check above can fail: one count changed in the baseline's output is reported."""
     import duckdb
 
     from bench import gold
 
-    listing = tmp_path / "files.txt"
-    listing.write_text("\n".join(gold.access_logs_files(spark)) + "\n")
     out = tmp_path / "duck"
-    subprocess.run(
-        [
-            sys.executable,
-            str(REPO / "bench" / "duckdb_analytics.py"),
-            "--files",
-            str(listing),
-            "--output",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=REPO,
-        timeout=300,
-    )
+    shutil.copytree(duck_gold[0], out)
     path, changed = out / "weekly_top_devices.parquet", tmp_path / "changed.parquet"
     duckdb.sql(
         "COPY (SELECT * REPLACE (CASE WHEN rank = 1 THEN unique_ips + 1 ELSE unique_ips END "
