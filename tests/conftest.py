@@ -43,6 +43,13 @@ HOME_ENV = (
 )
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Clear what an interrupted earlier run left (a test cluster, test containers)."""
+    from tests.helpers.leftovers import reap
+
+    reap(lambda msg: print(f"[leftovers] {msg}", file=sys.stderr))
+
+
 @pytest.fixture(scope="session")
 def home_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSettings]:
     """A private LOGBERG_HOME in the environment (for child processes too), nothing started."""

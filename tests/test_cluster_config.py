@@ -69,3 +69,45 @@ def test_one_kubernetes_minor_for_the_cluster_and_kind() -> None:
     tag = k8s["kind_node_image"].split(":", 1)[1].split("@")[0]
     assert tag.startswith(f"v{minor}."), (tag, minor)
     assert "@sha256:" in k8s["kind_node_image"], "pin the kind node image by digest"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a bridge needs root")
+def test_a_bridge_left_by_another_cluster_is_named_with_the_command_that_removes_it(
+    tmp_path: Path,
+) -> None:
+    bridge = f"lbt{os.getpid() % 100000}"
+    other = tmp_path / "other-cluster"
+    subprocess.run(["ip", "link", "add", bridge, "type", "bridge"], check=True)
+    try:
+        subprocess.run(
+            ["ip", "link", "set", "dev", bridge, "alias", f"logberg-cluster:{other}"], check=True
+        )
+        owned = cluster_cli(tmp_path, "up", LOGBERG_CLUSTER_BRIDGE=bridge)
+        subprocess.run(["ip", "link", "set", "dev", bridge, "alias", ""], check=True)
+        foreign = cluster_cli(tmp_path, "up", LOGBERG_CLUSTER_BRIDGE=bridge)
+    finally:
+        subprocess.run(["ip", "link", "del", bridge], check=True)
+    assert owned.returncode == 2, owned.stdout + owned.stderr
+    assert f"LOGBERG_CLUSTER_HOME={other} logberg cluster down" in owned.stderr
+    assert foreign.returncode == 2, foreign.stdout + foreign.stderr
+    assert "did not create it" in foreign.stderr and "LOGBERG_CLUSTER_BRIDGE" in foreign.stderr
+    assert not (tmp_path / "cluster" / "host-record.json").exists()
+
+
+def test_only_test_cluster_homes_with_no_live_process_are_stale(tmp_path: Path) -> None:
+    from tests.helpers.leftovers import stale_cluster_homes
+
+    dead, live, unstarted, other = (
+        tmp_path / n for n in ("lbk-dead", "lbk8s-live", "lbk-unstarted", "mine")
+    )
+    for home in (dead, live, unstarted, other):
+        home.mkdir()
+    for home in (dead, live, other):
+        (home / "host-record.json").write_text("{}")
+    holder = subprocess.Popen(["sh", "-c", "sleep 60", f"{live.resolve()}/x"])
+    try:
+        assert stale_cluster_homes(tmp_path) == [dead]
+    finally:
+        holder.kill()
+        holder.wait()
+    assert stale_cluster_homes(tmp_path) == [dead, live]

@@ -905,3 +905,28 @@ def test_the_secret_check_finds_a_deleted_secret(
     assert any(".aws/credentials" in f and "(content)" not in f for f in found), found
     assert any(".aws/credentials (content)" in f for f in found), found
     assert "env: API_TOKEN" in found, found
+
+
+def test_a_dead_runs_leftovers_are_removed_and_a_live_runs_kept(
+    engine: Engine, tags: dict[str, str]
+) -> None:
+    from tests.helpers.leftovers import reap_containers
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # a pid that no longer runs, as a killed run's would be
+    stale, mine = f"logberg-ctest-{dead.pid}-x", f"{PREFIX}-keep"
+    engine.run("network", "create", "--internal", f"{stale}net")
+    engine.run("create", "--name", stale, "--network", f"{stale}net", tags["dev-postgres"])
+    engine.run("create", "--name", mine, "--network", engine.network, tags["dev-postgres"])
+    said: list[str] = []
+    try:
+        reap_containers(engine.builder.exe, dict(engine.builder.env), said.append)
+        names = engine.run("ps", "-a", "--format", "{{.Names}}").stdout.split()
+        networks = engine.run("network", "ls", "--format", "{{.Name}}").stdout.split()
+    finally:
+        engine.remove(mine)
+        engine.remove(stale)
+        engine.run("network", "rm", "-f", f"{stale}net", check=False)
+    assert stale not in names and f"{stale}net" not in networks, said
+    assert mine in names and engine.network in networks
+    assert any(stale in line for line in said)

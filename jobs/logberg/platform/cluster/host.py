@@ -159,13 +159,34 @@ def link_exists(name: str) -> bool:
 # -- up -----------------------------------------------------------------------------------------
 
 
+OWNER_PREFIX = "logberg-cluster:"  # the bridge's alias names the cluster home that made it
+
+
+def bridge_owner(name: str) -> Path | None:
+    """The cluster home recorded on a bridge we made, or None (absent, or not ours)."""
+    try:
+        alias = Path(f"/sys/class/net/{name}/ifalias").read_text().strip()
+    except OSError:
+        return None
+    return Path(alias.removeprefix(OWNER_PREFIX)) if alias.startswith(OWNER_PREFIX) else None
+
+
 def check_bridge_is_ours(s: ClusterSettings) -> None:
-    """Fail fast if the bridge exists but this cluster did not make it."""
-    if link_exists(s.bridge) and HostRecord.load(s.host_record) is None:
+    """Fail fast if the bridge exists but this cluster did not make it; if another logberg
+    cluster did, name its home and the command that removes it."""
+    if not link_exists(s.bridge) or HostRecord.load(s.host_record) is not None:
+        return
+    owner = bridge_owner(s.bridge)
+    if owner is not None and owner != s.home:
         raise ConfigError(
-            f"a network interface named {s.bridge} already exists and this cluster did not "
-            "create it; set LOGBERG_CLUSTER_BRIDGE to another name"
+            f"the network interface {s.bridge} belongs to the logberg cluster at {owner}; "
+            f"stop it first (LOGBERG_CLUSTER_HOME={owner} logberg cluster down) or set "
+            "LOGBERG_CLUSTER_BRIDGE to another name"
         )
+    raise ConfigError(
+        f"a network interface named {s.bridge} already exists and this cluster did not "
+        "create it; set LOGBERG_CLUSTER_BRIDGE to another name"
+    )
 
 
 def setup_network(s: ClusterSettings) -> None:
@@ -174,6 +195,7 @@ def setup_network(s: ClusterSettings) -> None:
     write_sysctl("net.bridge.bridge-nf-call-iptables", "1")
     if not link_exists(s.bridge):
         run(["ip", "link", "add", s.bridge, "type", "bridge"])
+        run(["ip", "link", "set", "dev", s.bridge, "alias", f"{OWNER_PREFIX}{s.home}"])
     addr = f"{s.node_ip}/{s.node_subnet.prefixlen}"
     if addr not in run(["ip", "-4", "-o", "addr", "show", "dev", s.bridge]):
         run(["ip", "addr", "add", addr, "dev", s.bridge])
