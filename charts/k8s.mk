@@ -49,6 +49,9 @@ export CONTAINERS_CONF
 SPARK_OPERATOR_IMAGE ?= local
 IMAGE_ARCHIVE ?= $(CURDIR)/.logberg/images/logberg-images.tar
 ALL_IMAGES := spark hive-metastore spark-operator dev-postgres dev-s3
+# What k8s-deploy builds: EKS runs only the shipped images (pushed by eks-push), never the
+# dev backends.
+DEPLOY_IMAGES = $(if $(filter eks,$(K8S_TARGET)),spark hive-metastore spark-operator,$(ALL_IMAGES))
 
 KC = $(KUBECTL) $(if $(K8S_KUBECONFIG),--kubeconfig=$(K8S_KUBECONFIG)) $(if $(K8S_CONTEXT),--context=$(K8S_CONTEXT)) -n $(K8S_NAMESPACE)
 K8S = LOGBERG_CLUSTER_HOME=$(CLUSTER_HOME) LOGBERG_CLUSTER_CONTEXT=$(CLUSTER_CONTEXT) \
@@ -91,7 +94,8 @@ test-images: | $(CONTAINERS_CONF) ## the images the container and cluster tests 
 	  echo "no container builder (docker with buildx, or podman): the container tests will be skipped"; \
 	fi
 
-k8s-deploy: tools images ## deploy to K8S_TARGET (local|kind|eks; K8S_CONTEXT): images, dev backends, Spark Operator (CRDs first), metastore (+ helm test), logberg
+k8s-deploy: tools | $(CONTAINERS_CONF) ## deploy to K8S_TARGET (local|kind|eks; K8S_CONTEXT): images, dev backends, Spark Operator (CRDs first), metastore (+ helm test), logberg
+	$(IMAGES) build $(DEPLOY_IMAGES)
 	$(K8S) deploy --target=$(K8S_TARGET) --operator-namespace=$(OPERATOR_NAMESPACE) \
 	  --metastore-namespace=$(METASTORE_NAMESPACE) \
 	  --operator-image=$(SPARK_OPERATOR_IMAGE) --helm=$(HELM) --kubectl=$(KUBECTL) \

@@ -1228,7 +1228,9 @@ def test_only_metastore_pods_reach_postgres() -> None:
     # The SecurityGroupPolicy selects exactly the pods of the metastore release, which the
     # deploy flow installs under the name Terraform's labels assume.
     flow = (REPO / "jobs/logberg/platform/k8s/deploy.py").read_text()
-    release = re.search(r'self\.release\(\s*"([\w-]+)",\s*charts / "hive-metastore"', flow)
+    # our_chart(name, ...) installs charts/<name> as the release <name>
+    assert "self.release(\n            name,\n            chart," in flow
+    release = re.search(r'self\.our_chart\(\s*"(hive-metastore)"', flow)
     assert release and release.group(1) == TF.value("${local.metastore_release_name}")
     rel = resources("helm_release")["metastore_pod_sg"]
     assert "securityGroupIds = [aws_security_group.metastore_pods.id]" in rel["values"][0]

@@ -199,33 +199,28 @@ class Flow:
         )
         self.say(f"spark-operator webhooks hold their CA bundle (waited {took:.0f}s)")
 
-    def metastore(self) -> None:
-        charts = self.s.repo / "charts"
+    def our_chart(self, name: str, namespace: str, image: str) -> None:
+        """Install one of our charts with its target's values file and our image."""
+        chart = self.s.repo / "charts" / name
         variant = "values-kind.yaml" if self.s.dev else "values-eks.yaml"
         self.release(
-            "hive-metastore",
-            charts / "hive-metastore",
-            self.s.hms_namespace,
-            f"--values={charts / 'hive-metastore' / variant}",
-            f"--set=image.repository={self.s.repository('hive-metastore')}",
-            f"--set=image.tag={self.s.tag('hive-metastore')}",
+            name,
+            chart,
+            namespace,
+            f"--values={chart / variant}",
+            f"--set=image.repository={self.s.repository(image)}",
+            f"--set=image.tag={self.s.tag(image)}",
         )
+
+    def metastore(self) -> None:
+        self.our_chart("hive-metastore", self.s.hms_namespace, "hive-metastore")
         self.helm(
             "test", "hive-metastore", f"--namespace={self.s.hms_namespace}", "--logs",
             f"--timeout={int(self.s.timeout)}s",
         )  # fmt: skip
 
     def logberg(self) -> None:
-        charts = self.s.repo / "charts"
-        variant = "values-kind.yaml" if self.s.dev else "values-eks.yaml"
-        self.release(
-            "logberg",
-            charts / "logberg",
-            self.s.namespace,
-            f"--values={charts / 'logberg' / variant}",
-            f"--set=image.repository={self.s.repository('spark')}",
-            f"--set=image.tag={self.s.tag('spark')}",
-        )
+        self.our_chart("logberg", self.s.namespace, "spark")
 
 
 def deploy(

@@ -183,21 +183,34 @@ class Kube:
                 return None
             raise
 
-    def pod_log(self, pod: str, tail: int | None = None, container: str | None = None) -> str:
-        from kubernetes.client.exceptions import ApiException
-
+    def pod_log_response(
+        self,
+        pod: str,
+        tail: int | None = None,
+        container: str | None = None,
+        follow: bool = False,
+    ) -> Any:
+        """The raw log response (read `.data`, or `.stream()` it when following): the
+        client's own decoding would turn a log into a Python repr."""
         kwargs: dict[str, Any] = {"tail_lines": tail} if tail else {}
         if container:
             kwargs["container"] = container
-        try:  # raw bytes: the client's own decoding turns a log into a Python repr
-            resp = self.call(
-                "get pods/log",
-                self.core.read_namespaced_pod_log,
-                pod,
-                self.ns,
-                _preload_content=False,
-                **kwargs,
-            )
+        if follow:
+            kwargs["follow"] = True
+        return self.call(
+            "get pods/log",
+            self.core.read_namespaced_pod_log,
+            pod,
+            self.ns,
+            _preload_content=False,
+            **kwargs,
+        )
+
+    def pod_log(self, pod: str, tail: int | None = None, container: str | None = None) -> str:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            resp = self.pod_log_response(pod, tail=tail, container=container)
         except ApiException as e:
             return f"(no log of pod {pod}: {_reason(e)})"
         return str(resp.data.decode(errors="replace"))

@@ -283,14 +283,7 @@ def pod_of(kube: Kube, app: str, executor: int | None) -> str:
 
 
 def stream_log(kube: Kube, pod: str, follow_: bool, out: IO[str]) -> None:
-    resp = kube.call(
-        "get pods/log",
-        kube.core.read_namespaced_pod_log,
-        pod,
-        kube.ns,
-        follow=follow_,
-        _preload_content=False,
-    )
+    resp = kube.pod_log_response(pod, follow=follow_)
     for chunk in resp.stream(4096):
         out.write(chunk.decode(errors="replace"))
         out.flush()
@@ -315,12 +308,11 @@ def toolbox_pod(kube: Kube, release: str) -> str:
     return str(running[0].metadata.name)
 
 
-def sql_piped(kube: Kube, pod: str, statements: str, out: IO[str], err: IO[str]) -> int:
-    """Run SQL read from a pipe (`spark-sql -S -e`); returns spark-sql's exit code."""
+def toolbox_exec(kube: Kube, pod: str, command: list[str], interactive: bool) -> Any:
+    """An exec stream into the toolbox container (stdin and a TTY when interactive)."""
     from kubernetes.stream import stream
 
-    command = ["spark-sql", "-S", "--hiveconf", "hive.cli.print.header=true", "-e", statements]
-    ws = kube.call(
+    return kube.call(
         "create pods/exec",
         stream,
         kube.core.connect_get_namespaced_pod_exec,
@@ -328,12 +320,18 @@ def sql_piped(kube: Kube, pod: str, statements: str, out: IO[str], err: IO[str])
         kube.ns,
         container="toolbox",
         command=command,
-        stdin=False,
+        stdin=interactive,
         stdout=True,
         stderr=True,
-        tty=False,
+        tty=interactive,
         _preload_content=False,
     )
+
+
+def sql_piped(kube: Kube, pod: str, statements: str, out: IO[str], err: IO[str]) -> int:
+    """Run SQL read from a pipe (`spark-sql -S -e`); returns spark-sql's exit code."""
+    command = ["spark-sql", "-S", "--hiveconf", "hive.cli.print.header=true", "-e", statements]
+    ws = toolbox_exec(kube, pod, command, interactive=False)
     while ws.is_open():
         ws.update(timeout=1)
         if ws.peek_stdout():
@@ -356,22 +354,7 @@ def sql_terminal(kube: Kube, pod: str) -> int:
     import termios
     import tty
 
-    from kubernetes.stream import stream
-
-    ws = kube.call(
-        "create pods/exec",
-        stream,
-        kube.core.connect_get_namespaced_pod_exec,
-        pod,
-        kube.ns,
-        container="toolbox",
-        command=["spark-sql"],
-        stdin=True,
-        stdout=True,
-        stderr=True,
-        tty=True,
-        _preload_content=False,
-    )
+    ws = toolbox_exec(kube, pod, ["spark-sql"], interactive=True)
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd)
     size = shutil.get_terminal_size()
