@@ -25,7 +25,8 @@ from urllib.parse import urlparse
 import psycopg2
 import pytest
 
-from logberg.platform.doctor import LOCK_TABLES, PASSWORD_ENV
+from logberg.lakehouse.thrift import HiveMetastoreClient
+from logberg.platform.doctor import LOCK_PROBE_TABLE, LOCK_TABLES, PASSWORD_ENV
 from logberg.platform.procs import free_port
 from logberg.versions import pins
 from tests.conftest import HOME_ENV, REPO
@@ -37,7 +38,7 @@ USER = "hive"
 PASSWORD = "doctor-s3cret"
 METASTORE_DB = "hms_doctor"
 TABLE = "doctor_probe"
-CHECKS = ("metastore", "database", "schema version", "lock tables", "warehouse")
+CHECKS = ("metastore", "database", "schema version", "lock tables", "commit lock", "warehouse")
 
 
 @dataclass
@@ -289,6 +290,48 @@ def test_a_dropped_lock_table_is_named(
     assert "lacks HIVE_LOCKS:" in detail and "doctor_locks" in detail
     assert "schematool" in d.checks["lock tables"]["fix"]
     assert d.status("schema version") == "ok"
+
+
+def test_a_metastore_that_cannot_lock_fails_the_commit_lock_check(
+    pg: PgServer, home: dict[str, str | None]
+) -> None:
+    # The running metastore's own lock table goes away (renamed back afterwards).
+    admin(pg, "ALTER TABLE hive_locks RENAME TO hive_locks_away", dbname=METASTORE_DB)
+    try:
+        d = doctor(home)
+    finally:
+        admin(pg, "ALTER TABLE hive_locks_away RENAME TO hive_locks", dbname=METASTORE_DB)
+    assert d.returncode == 1
+    assert sorted(d.failed()) == ["commit lock", "lock tables"], d.doc
+    assert "cannot take a table lock" in d.checks["commit lock"]["detail"]
+    assert "schematool" in d.checks["commit lock"]["fix"]
+    assert doctor(home).status("commit lock") == "ok"  # the same metastore, lock table back
+
+
+def test_a_commit_lock_is_taken_and_released_on_embedded_derby(
+    lakehouse_env: dict[str, str],
+) -> None:
+    env: dict[str, str | None] = dict(lakehouse_env)
+    first, second = doctor(env), doctor(env)  # released: the second exclusive lock is granted
+    for d in (first, second):
+        assert d.status("commit lock") == "ok", d.doc
+        assert "acquired and released" in d.checks["commit lock"]["detail"]
+    assert first.checks["lock tables"]["status"] == "skipped"
+    ids = [int(d.checks["commit lock"]["detail"].split()[1]) for d in (first, second)]
+    assert ids[1] > ids[0]
+
+    # A lock someone else holds on the probe table: the check says so, and passes once freed.
+    port = int(lakehouse_env["LOGBERG_METASTORE_PORT"])
+    with HiveMetastoreClient("127.0.0.1", port) as other:
+        held, state = other.lock("default", LOCK_PROBE_TABLE, "someone", "elsewhere")
+        assert state == "ACQUIRED"
+        try:
+            blocked = doctor(env)
+        finally:
+            other.unlock(held)
+    assert blocked.failed() == ["commit lock"], blocked.doc
+    assert "came back WAITING" in blocked.checks["commit lock"]["detail"]
+    assert doctor(env).status("commit lock") == "ok"
 
 
 def test_a_schema_of_another_hive_version_names_both_versions(

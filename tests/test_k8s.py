@@ -772,7 +772,7 @@ def test_doctor_checks_the_release_from_outside_and_inside(deployed: Deployed) -
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     checks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
     for name in ("spark-operator CRD", "spark-operator webhooks", "metastore pods", "metastore",
-                 "warehouse"):  # fmt: skip
+                 "commit lock", "warehouse"):  # fmt: skip
         assert checks[name]["status"] == "ok", checks[name]
     # The tables' metadata files, checked from inside the cluster.
     assert checks["table nginx_logs.access_logs"]["status"] == "ok", sorted(checks)

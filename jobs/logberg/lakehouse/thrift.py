@@ -1,9 +1,10 @@
 """A small Hive Metastore thrift client, with only the Python standard library.
 
-Three read-only calls of ``ThriftHiveMetastore`` (Hive 3.1's IDL), in thrift's binary
-protocol on an unframed socket (the metastore's default transport, no SASL):
-``get_all_databases``, ``get_all_tables(db)`` and ``get_table(db, table)``, of whose
-``Table`` only the ``parameters`` map is kept (Iceberg's ``metadata_location`` is there).
+A few calls of ``ThriftHiveMetastore`` (Hive 3.1's IDL), in thrift's binary protocol on
+an unframed socket (the metastore's default transport, no SASL): ``get_all_databases``,
+``get_all_tables(db)`` and ``get_table(db, table)``, of whose ``Table`` only the
+``parameters`` map is kept (Iceberg's ``metadata_location`` is there), and ``lock`` /
+``unlock``, the calls Iceberg's HiveCatalog makes around every commit.
 
 Replies are read with a generic binary-protocol reader: a field a call does not need, of
 any type, is skipped, so newer metastores that add fields still answer. `logberg doctor`
@@ -168,7 +169,7 @@ class BinaryReader:
 
 
 class _Writer:
-    """The few binary-protocol pieces a call needs: a message header and string fields."""
+    """The few binary-protocol pieces the calls need: a message header and fields."""
 
     def __init__(self) -> None:
         self.buf = bytearray()
@@ -178,9 +179,22 @@ class _Writer:
         self.buf += struct.pack("!Ii", VERSION_1 | mtype, len(raw)) + raw
         self.buf += struct.pack("!i", seqid)
 
+    def field(self, ttype: int, fid: int) -> None:
+        self.buf += struct.pack("!bh", ttype, fid)
+
     def string_field(self, fid: int, value: str) -> None:
         raw = value.encode()
         self.buf += struct.pack("!bhi", T_STRING, fid, len(raw)) + raw
+
+    def i32_field(self, fid: int, value: int) -> None:
+        self.buf += struct.pack("!bhi", T_I32, fid, value)
+
+    def i64_field(self, fid: int, value: int) -> None:
+        self.buf += struct.pack("!bhq", T_I64, fid, value)
+
+    def list_field(self, fid: int, elem_type: int, size: int) -> None:
+        """A list's header; its elements follow (structs: fields, then stop)."""
+        self.buf += struct.pack("!bhbi", T_LIST, fid, elem_type, size)
 
     def stop(self) -> None:
         self.buf.append(T_STOP)
@@ -202,7 +216,15 @@ _EXCEPTIONS: dict[str, dict[int, str]] = {
     "get_all_databases": {1: "MetaException"},
     "get_all_tables": {1: "MetaException"},
     "get_table": {1: "MetaException", 2: "NoSuchObjectException"},
+    "lock": {1: "NoSuchTxnException", 2: "TxnAbortedException"},
+    "unlock": {1: "NoSuchLockException", 2: "TxnOpenException"},
 }
+
+# Enums of the lock calls (hive_metastore.thrift).
+LOCK_SHARED_READ, LOCK_EXCLUSIVE = 1, 3
+LEVEL_DB, LEVEL_TABLE = 1, 2
+OPERATION_NO_TXN = 6
+LOCK_STATES = {1: "ACQUIRED", 2: "WAITING", 3: "ABORT", 4: "NOT_ACQUIRED"}
 
 
 class HiveMetastoreClient:
@@ -271,18 +293,22 @@ class HiveMetastoreClient:
     def _call(
         self,
         method: str,
-        args: list[str],
-        success_type: int,
-        read_success: Callable[[BinaryReader], Any],
+        args: list[str] | Callable[[_Writer], None],
+        success_type: int | None,
+        read_success: Callable[[BinaryReader], Any] | None = None,
     ) -> Any:
-        """Send `method(args...)` (string arguments, field ids 1..n) and read its result
-        struct: field 0 (of `success_type`) through `read_success`, a declared exception
+        """Send `method(args...)` (string arguments, field ids 1..n, or a function that
+        writes the argument fields) and read its result struct: field 0 (of
+        `success_type`; None for a void call) through `read_success`, a declared exception
         raised, any other field skipped."""
         self._seqid += 1
         w = _Writer()
         w.message_begin(method, CALL, self._seqid)
-        for fid, value in enumerate(args, start=1):
-            w.string_field(fid, value)
+        if callable(args):
+            args(w)
+        else:
+            for fid, value in enumerate(args, start=1):
+                w.string_field(fid, value)
         w.stop()
         sock = self._connect()
         try:
@@ -302,7 +328,7 @@ class HiveMetastoreClient:
         error: MetastoreError | None = None
         declared = _EXCEPTIONS.get(method, {})
         for fid, ftype in r.fields():
-            if fid == 0 and ftype == success_type:
+            if fid == 0 and ftype == success_type and read_success is not None:
                 success = read_success(r)
                 have_success = True
             elif fid in declared and ftype == T_STRUCT:
@@ -313,7 +339,7 @@ class HiveMetastoreClient:
                 r.skip(ftype)
         if error is not None:
             raise error
-        if not have_success:
+        if not have_success and success_type is not None:
             raise MetastoreError("MissingResult", f"{method} returned no result")
         return success
 
@@ -339,3 +365,45 @@ class HiveMetastoreClient:
 
         result: dict[str, str] = self._call("get_table", [db, table], T_STRUCT, read_table)
         return result
+
+    def lock(self, db: str, table: str | None, user: str, hostname: str) -> tuple[int, str]:
+        """Take a lock as Iceberg's commit does (exclusive on the table; shared read on the
+        database when no table is given), outside any transaction. Returns (lock id, state):
+        the metastore keeps it in its lock tables until `unlock`."""
+
+        def write(w: _Writer) -> None:
+            w.field(T_STRUCT, 1)  # rqst: LockRequest
+            w.list_field(1, T_STRUCT, 1)  # component: one LockComponent
+            w.i32_field(1, LOCK_EXCLUSIVE if table else LOCK_SHARED_READ)
+            w.i32_field(2, LEVEL_TABLE if table else LEVEL_DB)
+            w.string_field(3, db)
+            if table:
+                w.string_field(4, table)
+            w.i32_field(6, OPERATION_NO_TXN)
+            w.stop()
+            w.string_field(3, user)
+            w.string_field(4, hostname)
+            w.string_field(5, "logberg")  # agentInfo
+            w.stop()
+
+        def read_response(r: BinaryReader) -> tuple[int, str]:
+            lockid, state = -1, 0
+            for fid, ftype in r.fields():
+                if fid == 1 and ftype == T_I64:
+                    lockid = r.i64()
+                elif fid == 2 and ftype == T_I32:
+                    state = r.i32()
+                else:
+                    r.skip(ftype)
+            return lockid, LOCK_STATES.get(state, f"state {state}")
+
+        result: tuple[int, str] = self._call("lock", write, T_STRUCT, read_response)
+        return result
+
+    def unlock(self, lockid: int) -> None:
+        def write(w: _Writer) -> None:
+            w.field(T_STRUCT, 1)  # rqst: UnlockRequest
+            w.i64_field(1, lockid)
+            w.stop()
+
+        self._call("unlock", write, None)

@@ -2,9 +2,10 @@
 
 In order: the metastore answers a real thrift call; its database is reachable (PostgreSQL,
 through psycopg2; embedded Derby only through the metastore); the schema is the pinned
-Hive's; the lock tables Iceberg's commit locks need exist; the warehouse takes a write, a
-read and a delete; every Iceberg table of `nginx_logs` has its current metadata file. Each
-failure says what was found and names the setting (or the table and file) to fix.
+Hive's; the lock tables Iceberg's commit locks need exist, and the metastore takes and
+releases such a lock; the warehouse takes a write, a read and a delete; every Iceberg table
+of `nginx_logs` has its current metadata file. Each failure says what was found and names
+the setting (or the table and file) to fix.
 
     python -m logberg.platform.doctor [--format text|json]
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import getpass
 import json
 import os
 import socket
@@ -330,7 +332,8 @@ def check_lock_tables(ctx: Context) -> CheckResult:
     db = ctx.settings.metastore_db
     if db.kind == "derby":
         return skipped(
-            name, "embedded Derby: schematool created them with the schema (`logberg local up`)"
+            name,
+            "embedded Derby opens in the metastore alone: the commit lock check takes a real lock",
         )
     if ctx.db_conn is None:
         return skipped(name, "the database could not be reached (see above)")
@@ -352,6 +355,48 @@ def check_lock_tables(ctx: Context) -> CheckResult:
             "LOGBERG_METASTORE_DB at a fresh one and run `logberg local up`)",
         )
     return ok(name, f"{', '.join(LOCK_TABLES)} present")
+
+
+# ---- 4b. a commit lock, taken and released ------------------------------------------------
+
+LOCK_PROBE_TABLE = "logberg_doctor_lock_probe"
+
+
+def _user() -> str:
+    """The lock's owner as the metastore records it (a pod's uid may have no passwd entry)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return f"uid-{os.getuid()}"
+
+
+def check_commit_lock(ctx: Context) -> CheckResult:
+    """The metastore takes and releases the lock Iceberg takes around each commit (any
+    database kind, in a cluster too): the lock tables exist and its TxnHandler works."""
+    name = "commit lock"
+    if ctx.databases is None:
+        return skipped(name, "the metastore did not answer (see above)")
+    uri = ctx.config.metastore_uri
+    try:
+        with HiveMetastoreClient.from_uri(uri, ctx.timeout) as client:
+            lockid, state = client.lock("default", LOCK_PROBE_TABLE, _user(), socket.gethostname())
+            client.unlock(lockid)
+    except (ThriftError, MetastoreError) as e:
+        return failed(
+            name,
+            f"the metastore at {uri} cannot take a table lock ({e}): every Iceberg commit "
+            "would fail",
+            "its lock tables (HIVE_LOCKS, NEXT_LOCK_ID, AUX_TABLE) are the usual cause: see the "
+            "lock tables check and the metastore's log; schematool -initSchema creates them",
+        )
+    if state != "ACQUIRED":
+        return failed(
+            name,
+            f"an exclusive lock on default.{LOCK_PROBE_TABLE} came back {state} (lock {lockid})",
+            "another client holds it: run doctor again; if it stays, look for stale locks "
+            "in HIVE_LOCKS",
+        )
+    return ok(name, f"lock {lockid} on default.{LOCK_PROBE_TABLE} acquired and released")
 
 
 # ---- 5. the warehouse ---------------------------------------------------------------------
@@ -623,6 +668,7 @@ def diagnose(settings: LocalSettings | None = None, timeout: float = 10.0) -> li
             _guard("database", lambda: check_database(ctx)),
             _guard("schema version", lambda: check_schema_version(ctx)),
             _guard("lock tables", lambda: check_lock_tables(ctx)),
+            _guard("commit lock", lambda: check_commit_lock(ctx)),
             _guard("warehouse", lambda: check_warehouse(ctx)),
         ]
         try:
