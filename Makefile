@@ -67,7 +67,7 @@ demo: setup ## generate logs, ingest, build the top tables and print them (embed
 
 .PHONY: test
 test: setup tools checkov test-images ## the whole test suite (unit, integration, static, containers), as CI runs it
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest --durations=15 $(PYTEST_ARGS)
 
 .PHONY: test-fast
 test-fast: ## pure transforms on one local SparkSession: no service starts, no multi-process runs

@@ -1,17 +1,20 @@
 # The registry `make eks-push` pushes the images to and the nodes pull them from. The
-# deploy flow names an image <registry>/logberg-<key>:<content tag> (key: spark,
-# hive-metastore, spark-operator), so the repository names are fixed; the tags are content
-# hashes (logberg.platform.build.images), which is what makes immutable tags possible:
-# changed inputs give a new tag, an unchanged image is never pushed over.
+# deploy flow names an image <image_registry>/logberg-<key>:<content tag> (key: spark,
+# hive-metastore, spark-operator); image_registry is the ECR host, plus ecr_namespace when
+# set, so two stacks in one account and region keep apart. The tags are content hashes
+# (logberg.platform.build.images), which is what makes immutable tags possible: changed
+# inputs give a new tag, an unchanged image is never pushed over.
 locals {
-  ecr_images   = ["spark", "hive-metastore", "spark-operator"]
-  ecr_registry = "${local.account_id}.dkr.ecr.${var.region}.${data.aws_partition.current.dns_suffix}"
+  ecr_images         = ["spark", "hive-metastore", "spark-operator"]
+  ecr_registry       = "${local.account_id}.dkr.ecr.${var.region}.${data.aws_partition.current.dns_suffix}"
+  ecr_prefix         = var.ecr_namespace == "" ? "" : "${var.ecr_namespace}/"
+  ecr_image_registry = var.ecr_namespace == "" ? local.ecr_registry : "${local.ecr_registry}/${var.ecr_namespace}"
 }
 
 resource "aws_ecr_repository" "images" {
   for_each = toset(local.ecr_images)
 
-  name                 = "logberg-${each.key}"
+  name                 = "${local.ecr_prefix}logberg-${each.key}"
   image_tag_mutability = "IMMUTABLE"
   force_delete         = var.ecr_force_delete
 

@@ -104,11 +104,12 @@ eks-push: eks-tools | $(CONTAINERS_CONF) ## build the Spark, Hive Metastore and 
 	@set -euo pipefail; \
 	region=$$($(EKS_TF_CMD) output -raw region); \
 	registry=$$($(EKS_TF_CMD) output -raw image_registry); \
-	echo "$$ aws ecr get-login-password --region $$region | $(DOCKER) login --username AWS --password-stdin $$registry"; \
-	aws ecr get-login-password --region "$$region" | $(DOCKER) login --username AWS --password-stdin "$$registry"; \
+	host=$${registry%%/*}; namespace=$${registry#"$$host"}; namespace=$${namespace#/}; \
+	echo "$$ aws ecr get-login-password --region $$region | $(DOCKER) login --username AWS --password-stdin $$host"; \
+	aws ecr get-login-password --region "$$region" | $(DOCKER) login --username AWS --password-stdin "$$host"; \
 	for key in $(EKS_IMAGES); do \
 	  ref=$$($(IMAGES) tag "$$key"); \
-	  if aws ecr describe-images --region "$$region" --repository-name "$${ref%:*}" \
+	  if aws ecr describe-images --region "$$region" --repository-name "$${namespace:+$$namespace/}$${ref%:*}" \
 	       --image-ids imageTag="$${ref##*:}" >/dev/null 2>&1; then \
 	    echo "$$registry/$$ref: in the registry already (tags are immutable)"; continue; \
 	  fi; \

@@ -111,8 +111,8 @@ output "external_secrets_role_arn" {
 # What `make eks-deploy` hands the deploy flow (`make k8s-deploy K8S_TARGET=eks`).
 
 output "image_registry" {
-  description = "ECR registry of the logberg images (<account>.dkr.ecr.<region>.amazonaws.com): `make eks-push` pushes to it, the deploy flow's IMAGE_REGISTRY."
-  value       = local.ecr_registry
+  description = "Where the logberg images live (<account>.dkr.ecr.<region>.amazonaws.com[/<ecr_namespace>]): `make eks-push` pushes there, the deploy flow's IMAGE_REGISTRY."
+  value       = local.ecr_image_registry
 }
 
 output "ecr_repository_urls" {

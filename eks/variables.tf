@@ -550,6 +550,17 @@ variable "ecr_max_images" {
   }
 }
 
+variable "ecr_namespace" {
+  description = "Namespace of the ECR repositories (<namespace>/logberg-spark, ...); empty: logberg-spark, ... at the registry's root. Set it (e.g. to var.name's value) for a second stack in the same account and region. Changing it on a stack creates new repositories: push again (make eks-push)."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = can(regex("^$|^[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*$", var.ecr_namespace))
+    error_message = "ecr_namespace must be empty or lowercase path segments of letters and digits separated by '.', '_', '-' or '/' (ECR's repository name rules)."
+  }
+}
+
 variable "ecr_force_delete" {
   description = "Let `terraform destroy` delete the ECR repositories while they still hold images (the images are lost). Keep false outside throwaway environments."
   type        = bool

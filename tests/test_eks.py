@@ -825,7 +825,7 @@ def test_eks_push_logs_in_without_the_password_and_pushes_content_tags(tmp_path:
     # The password only ever goes through a pipe.
     assert re.search(
         r"aws ecr get-login-password [^|\n]*\| docker login --username AWS "
-        r'--password-stdin "\$registry"',
+        r'--password-stdin "\$host"',
         text,
     )
     assert not re.search(r"docker login[^\n]*(--password[ =]|\s-p\s)", text)
@@ -1311,22 +1311,44 @@ def test_ecr_repositories_immutable_scanned_encrypted_bounded() -> None:
     assert keys_local, repo["for_each"]
     keys = locals_()[keys_local.group(1)]
     assert keys == _eks_mk_vars()["EKS_IMAGES"].split()  # what eks-push pushes
-    names = {ECR_TF.value(repo["name"].replace("${each.key}", k)) for k in keys}
-    assert names == {"logberg-spark", "logberg-hive-metastore", "logberg-spark-operator"}
-    # ... which are the repositories the deploy flow names on EKS.
-    registry = ECR_TF.value(dict(blocks("output"))["image_registry"]["value"])
-    assert registry == "123456789012.dkr.ecr.eu-west-1.amazonaws.com"
-    flow = DeploySettings(
-        target="eks",
-        namespace="spark-jobs",
-        operator_namespace="spark-operator",
-        repo=REPO,
-        chart_cache=REPO,
-        operator_chart_version="0",
-        images={},
-        image_registry=registry,
+    # ecr_namespace (empty by default) prefixes the repositories and extends the registry
+    # path the deploy flow gets; the renderer does not evaluate conditionals, so each case's
+    # value of the two locals is given, after checking the expressions themselves.
+    assert locals_()["ecr_prefix"] == '${var.ecr_namespace == "" ? "" : "${var.ecr_namespace}/"}'
+    assert locals_()["ecr_image_registry"] == (
+        '${var.ecr_namespace == "" ? local.ecr_registry : '
+        '"${local.ecr_registry}/${var.ecr_namespace}"}'
     )
-    assert {flow.repository(k) for k in keys} == {f"{registry}/{n}" for n in names}
+    host = ECR_TF.value("${local.ecr_registry}")
+    assert host == "123456789012.dkr.ecr.eu-west-1.amazonaws.com"
+    for namespace in ("", "team-a/dev"):
+        prefix = f"{namespace}/" if namespace else ""
+        tf = Renderer(
+            identifiers={
+                **ECR_TF.identifiers,
+                "local.ecr_prefix": prefix,
+                "local.ecr_image_registry": f"{host}/{namespace}" if namespace else host,
+            }
+        )
+        names = {tf.value(repo["name"].replace("${each.key}", k)) for k in keys}
+        assert names == {
+            f"{prefix}logberg-{k}" for k in ("spark", "hive-metastore", "spark-operator")
+        }
+        # ... which are the repositories the deploy flow names on EKS.
+        registry = tf.value(dict(blocks("output"))["image_registry"]["value"])
+        flow = DeploySettings(
+            target="eks",
+            namespace="spark-jobs",
+            operator_namespace="spark-operator",
+            repo=REPO,
+            chart_cache=REPO,
+            operator_chart_version="0",
+            images={},
+            image_registry=registry,
+        )
+        assert {flow.repository(k) for k in keys} == {f"{host}/{n}" for n in names}
+    namespace_var = dict(blocks("variable"))["ecr_namespace"]
+    assert namespace_var["default"] == "" and namespace_var["validation"]
     assert repo["image_tag_mutability"] == "IMMUTABLE"
     assert repo["image_scanning_configuration"] == [{"scan_on_push": True}]
     [enc] = repo["encryption_configuration"]

@@ -171,6 +171,8 @@ class Renderer:
     def reference(self, ref: str) -> str:
         if ref.startswith("(") and ref.endswith(")"):  # a map key written (local.x)
             ref = ref[1:-1].strip()
+        if ref in self.identifiers:  # given by the test (a data source, a conditional local)
+            return self.identifiers[ref]
         if not REFERENCE.fullmatch(ref):
             raise RenderError(f"expression ${{{ref}}} is not a plain reference")
         parts = ref.split(".")
