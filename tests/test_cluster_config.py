@@ -54,7 +54,12 @@ def test_a_taken_apiserver_port_fails_fast_and_names_the_setting(tmp_path: Path)
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        proc = cluster_cli(tmp_path, "up", LOGBERG_CLUSTER_API_PORT=str(port))
+        proc = cluster_cli(
+            tmp_path,
+            "up",
+            LOGBERG_CLUSTER_API_PORT=str(port),
+            LOGBERG_CLUSTER_BRIDGE=f"lbp{os.getpid() % 100000}",  # not a running cluster's
+        )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert f"port {port}" in proc.stderr and "LOGBERG_CLUSTER_API_PORT" in proc.stderr
     assert not (tmp_path / "cluster" / "host-record.json").exists()
@@ -83,12 +88,17 @@ def test_a_bridge_left_by_another_cluster_is_named_with_the_command_that_removes
             ["ip", "link", "set", "dev", bridge, "alias", f"logberg-cluster:{other}"], check=True
         )
         owned = cluster_cli(tmp_path, "up", LOGBERG_CLUSTER_BRIDGE=bridge)
+        mine = f"logberg-cluster:{(tmp_path / 'cluster').resolve()}"
+        subprocess.run(["ip", "link", "set", "dev", bridge, "alias", mine], check=True)
+        orphan = cluster_cli(tmp_path, "up", LOGBERG_CLUSTER_BRIDGE=bridge)
         subprocess.run(["ip", "link", "set", "dev", bridge, "alias", ""], check=True)
         foreign = cluster_cli(tmp_path, "up", LOGBERG_CLUSTER_BRIDGE=bridge)
     finally:
         subprocess.run(["ip", "link", "del", bridge], check=True)
     assert owned.returncode == 2, owned.stdout + owned.stderr
     assert f"LOGBERG_CLUSTER_HOME={other} logberg cluster down" in owned.stderr
+    assert orphan.returncode == 2, orphan.stdout + orphan.stderr
+    assert f"ip link delete {bridge}" in orphan.stderr
     assert foreign.returncode == 2, foreign.stdout + foreign.stderr
     assert "did not create it" in foreign.stderr and "LOGBERG_CLUSTER_BRIDGE" in foreign.stderr
     assert not (tmp_path / "cluster" / "host-record.json").exists()

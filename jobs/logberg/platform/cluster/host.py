@@ -177,7 +177,12 @@ def check_bridge_is_ours(s: ClusterSettings) -> None:
     if not link_exists(s.bridge) or HostRecord.load(s.host_record) is not None:
         return
     owner = bridge_owner(s.bridge)
-    if owner is not None and owner != s.home:
+    if owner == s.home:  # ours, but its record is gone: nothing knows what to restore
+        raise ConfigError(
+            f"the network interface {s.bridge} was made by this cluster, whose host record "
+            f"is gone; remove it (ip link delete {s.bridge}) and run up again"
+        )
+    if owner is not None:
         raise ConfigError(
             f"the network interface {s.bridge} belongs to the logberg cluster at {owner}; "
             f"stop it first (LOGBERG_CLUSTER_HOME={owner} logberg cluster down) or set "
