@@ -208,8 +208,19 @@ def engine() -> Iterator[Engine]:
 
 @pytest.fixture(scope="session")
 def tags(engine: Engine) -> dict[str, str]:
-    """The images at their current tags (built here only if `make test-images` did not)."""
-    return images.build(ALL_IMAGES)
+    """The images at their current tags (built here only if `make test-images` did not),
+    and a container that stays on the test network for the whole session.
+
+    podman's name server (aardvark-dns) exits when its last container goes: a one-shot
+    container that ends just before the next one starts leaves the new container's name
+    unresolvable (seen: the metastore could not resolve the S3 server's name). With one
+    container always there, the name server keeps running and takes each new name."""
+    built = images.build(ALL_IMAGES)
+    engine.run(
+        "run", "-d", "--name", f"{PREFIX}-dns-anchor", "--network", engine.network,
+        "--entrypoint", "sleep", built["dev-postgres"], "infinity",
+    )  # fmt: skip
+    return built
 
 
 @dataclass

@@ -9,8 +9,9 @@ leftovers whose owner is provably gone are removed:
   naming it: `logberg cluster down --purge` (which restores the host), then the folder;
 * podman containers and networks named `logberg-ctest-<pid>-…` whose pid is not a live
   pytest;
-* aardvark-dns's pid file when that pid is no longer aardvark-dns: podman trusts the file,
-  signals whatever now has that pid, and container names stop resolving.
+* aardvark-dns's pid file when that pid is no longer a running aardvark-dns (gone, reused,
+  or a zombie): podman trusts the file, signals that pid instead of starting a name
+  server, and container names stop resolving.
 """
 
 from __future__ import annotations
@@ -33,11 +34,14 @@ AARDVARK_PID = Path("/run/containers/networks/aardvark-dns/aardvark.pid")
 Log = Callable[[str], None]
 
 
-def _comm(pid: int) -> str:
+def _is_running(pid: int, comm: str) -> bool:
+    """pid runs the program `comm` (and is not a zombie waiting to be reaped)."""
     try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
+        stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return ""
+        return False
+    name, _, rest = stat.partition("(")[2].rpartition(")")
+    return name == comm and rest.split()[0] != "Z"
 
 
 def _is_pytest(pid: int) -> bool:
@@ -99,9 +103,9 @@ def reap_containers(exe: str, env: dict[str, str], log: Log) -> None:
         pid = int(AARDVARK_PID.read_text().strip())
     except (OSError, ValueError):
         return
-    if _comm(pid) != "aardvark-dns":
+    if not _is_running(pid, "aardvark-dns"):
         AARDVARK_PID.unlink(missing_ok=True)
-        log(f"removed aardvark-dns's stale pid file (pid {pid} is not aardvark-dns)")
+        log(f"removed aardvark-dns's stale pid file (pid {pid} is not a running aardvark-dns)")
 
 
 def reap(log: Log = print) -> None:
