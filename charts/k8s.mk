@@ -49,9 +49,9 @@ export CONTAINERS_CONF
 SPARK_OPERATOR_IMAGE ?= local
 IMAGE_ARCHIVE ?= $(CURDIR)/.logberg/images/logberg-images.tar
 ALL_IMAGES := spark hive-metastore spark-operator dev-postgres dev-s3
-# What k8s-deploy builds: EKS runs only the shipped images (pushed by eks-push), never the
-# dev backends.
-DEPLOY_IMAGES = $(if $(filter eks,$(K8S_TARGET)),spark hive-metastore spark-operator,$(ALL_IMAGES))
+# What k8s-deploy builds: EKS runs only the shipped images (EKS_IMAGES, eks/eks.mk: what
+# eks-push pushes), never the dev backends.
+DEPLOY_IMAGES = $(if $(filter eks,$(K8S_TARGET)),$(EKS_IMAGES),$(ALL_IMAGES))
 
 KC = $(KUBECTL) $(if $(K8S_KUBECONFIG),--kubeconfig=$(K8S_KUBECONFIG)) $(if $(K8S_CONTEXT),--context=$(K8S_CONTEXT)) -n $(K8S_NAMESPACE)
 K8S = LOGBERG_CLUSTER_HOME=$(CLUSTER_HOME) LOGBERG_CLUSTER_CONTEXT=$(CLUSTER_CONTEXT) \

@@ -221,8 +221,8 @@ _EXCEPTIONS: dict[str, dict[int, str]] = {
 }
 
 # Enums of the lock calls (hive_metastore.thrift).
-LOCK_SHARED_READ, LOCK_EXCLUSIVE = 1, 3
-LEVEL_DB, LEVEL_TABLE = 1, 2
+LOCK_EXCLUSIVE = 3
+LEVEL_TABLE = 2
 OPERATION_NO_TXN = 6
 LOCK_STATES = {1: "ACQUIRED", 2: "WAITING", 3: "ABORT", 4: "NOT_ACQUIRED"}
 
@@ -366,19 +366,18 @@ class HiveMetastoreClient:
         result: dict[str, str] = self._call("get_table", [db, table], T_STRUCT, read_table)
         return result
 
-    def lock(self, db: str, table: str | None, user: str, hostname: str) -> tuple[int, str]:
-        """Take a lock as Iceberg's commit does (exclusive on the table; shared read on the
-        database when no table is given), outside any transaction. Returns (lock id, state):
-        the metastore keeps it in its lock tables until `unlock`."""
+    def lock(self, db: str, table: str, user: str, hostname: str) -> tuple[int, str]:
+        """Take the lock Iceberg's commit takes (exclusive, on the table), outside any
+        transaction. Returns (lock id, state): the metastore keeps it in its lock tables
+        until `unlock`."""
 
         def write(w: _Writer) -> None:
             w.field(T_STRUCT, 1)  # rqst: LockRequest
             w.list_field(1, T_STRUCT, 1)  # component: one LockComponent
-            w.i32_field(1, LOCK_EXCLUSIVE if table else LOCK_SHARED_READ)
-            w.i32_field(2, LEVEL_TABLE if table else LEVEL_DB)
+            w.i32_field(1, LOCK_EXCLUSIVE)
+            w.i32_field(2, LEVEL_TABLE)
             w.string_field(3, db)
-            if table:
-                w.string_field(4, table)
+            w.string_field(4, table)
             w.i32_field(6, OPERATION_NO_TXN)
             w.stop()
             w.string_field(3, user)
