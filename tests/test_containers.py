@@ -7,9 +7,10 @@ fails fast and touches nothing, rotated credential files are picked up without a
 secret sits in any layer, every image runs as non-root, and the Spark image's Python, Java
 and Spark are the pinned ones.
 
-The network is `--internal`: containers reach each other (by name) and this machine reaches
-them (by address), but nothing in them reaches anywhere else. The images are built first
-if their tags do not exist yet (`make test-images` does it before pytest)."""
+The network is `--internal`: containers reach each other (by name, from /etc/hosts) and
+this machine reaches them (by address), but nothing in them reaches anywhere else. The
+images are built first if their tags do not exist yet (`make test-images` does it before
+pytest)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ import sys
 import tarfile
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,9 @@ class Engine:
 
     builder: images.Builder
     network: str = ""
+    # name -> address of each long-running container, written into every later
+    # container's /etc/hosts (see `engine`: names never depend on podman's name server).
+    hosts: dict[str, str] = field(default_factory=dict)
 
     def run(
         self,
@@ -101,6 +105,8 @@ class Engine:
         """Flags for a container on the test network. Secret values are passed by name
         only (`-e NAME`: taken from the CLI's environment, never on a command line)."""
         out = ["--name", name, "--network", self.network]
+        for host, address in self.hosts.items():
+            out += ["--add-host", f"{host}:{address}"]
         for k, v in (env or {}).items():
             out += ["-e", f"{k}={v}"]
         for k in secrets_env or {}:
@@ -120,6 +126,7 @@ class Engine:
     ) -> str:
         args = self.container_args(name, env, secrets_env, mounts)
         self.run("run", "-d", *args, image, *command, env=secrets_env)
+        self.hosts[name] = self.ip(name)
         return name
 
     def once(
@@ -195,6 +202,11 @@ def engine() -> Iterator[Engine]:
     except ConfigError as missing:
         pytest.skip(f"no container runtime on this machine: {missing}")
     eng = Engine(b, network=f"{PREFIX}-net")
+    # Names come from each container's /etc/hosts (`Engine.hosts`), which glibc reads
+    # before asking podman's name server: aardvark-dns, reloaded as containers come and go,
+    # twice left the metastore unable to resolve the S3 server's name mid-run (CI). The
+    # network keeps its name server all the same: without one, podman gives an internal
+    # network no gateway address on this machine, and this machine could not reach it.
     eng.run("network", "create", "--internal", eng.network)
     try:
         yield eng
@@ -208,19 +220,8 @@ def engine() -> Iterator[Engine]:
 
 @pytest.fixture(scope="session")
 def tags(engine: Engine) -> dict[str, str]:
-    """The images at their current tags (built here only if `make test-images` did not),
-    and a container that stays on the test network for the whole session.
-
-    podman's name server (aardvark-dns) exits when its last container goes: a one-shot
-    container that ends just before the next one starts leaves the new container's name
-    unresolvable (seen: the metastore could not resolve the S3 server's name). With one
-    container always there, the name server keeps running and takes each new name."""
-    built = images.build(ALL_IMAGES)
-    engine.run(
-        "run", "-d", "--name", f"{PREFIX}-dns-anchor", "--network", engine.network,
-        "--entrypoint", "sleep", built["dev-postgres"], "infinity",
-    )  # fmt: skip
-    return built
+    """The images at their current tags (built here only if `make test-images` did not)."""
+    return images.build(ALL_IMAGES)
 
 
 @dataclass
@@ -237,6 +238,16 @@ class Postgres:
             "--set=ON_ERROR_STOP=1", "--command", sql,
         )  # fmt: skip
         return proc.stdout.strip()
+
+    def answers(self) -> bool:
+        """The final server is up: it listens on TCP (the set-up server does not), and on
+        its socket, which PostgreSQL opens just after its TCP port."""
+        if not tcp_open(self.ip, 5432):
+            return False
+        try:
+            return self.psql("SELECT 1") == "1"
+        except AssertionError:
+            return False
 
     def add_database(self, db: str, user: str, password: str) -> None:
         self.psql(f"CREATE ROLE {user} LOGIN PASSWORD '{password}'")
@@ -294,11 +305,10 @@ def postgres(engine: Engine, tags: dict[str, str], secret_root: Path) -> Postgre
     pg = Postgres(engine, name, engine.ip(name), password)
     wait_until(
         "PostgreSQL",
-        lambda: tcp_open(pg.ip, 5432),  # only the final server listens on TCP
+        pg.answers,
         lambda: engine.running(name),
         lambda: engine.logs(name),
     )
-    assert pg.psql("SELECT 1") == "1"
     return pg
 
 
