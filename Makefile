@@ -19,6 +19,10 @@ DEMO_FILES ?= 14
 DEMO_LINES ?= 20000
 DEMO_START ?= 2025-01-01
 DEMO_END   ?= 2025-01-07
+# Where `make report` writes the HTML report of the local tables.
+REPORT     ?= $(LOGBERG_HOME)/report.html
+# The README's report screenshot (`make report-screenshot`).
+REPORT_PNG ?= jobs/logberg/pipeline/report/screenshot.png
 
 .PHONY: help
 help: ## list the targets
@@ -65,8 +69,29 @@ demo: setup ## generate logs, ingest, build the top tables and print them (embed
 	$(LOGBERG) run --input file://$(LOGBERG_HOME)/landing
 	$(LOGBERG) top
 
+.PHONY: report
+report: setup ## write the HTML report of the local tables to REPORT (.logberg/report.html) and open it (after `make demo`)
+	$(LOGBERG) local up
+	$(LOGBERG) report --output $(REPORT)
+	@if [ "$$(uname)" = Darwin ]; then open $(REPORT); \
+	elif command -v xdg-open >/dev/null && [ -n "$${DISPLAY}$${WAYLAND_DISPLAY}" ]; then xdg-open $(REPORT); \
+	else echo "open $(REPORT) in a browser"; fi
+
+.PHONY: report-screenshot
+report-screenshot: demo browser ## regenerate the README's report screenshot (REPORT_PNG) from the demo data
+	$(LOGBERG) report --output $(REPORT)
+	$(BIN)/python -m tests.helpers.browser $(REPORT) $(REPORT_PNG)
+
+.PHONY: browser
+browser: ## Debian's chromium, for the report's browser tests and screenshot (apt-get as root or sudo)
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
+	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  echo "installing chromium (apt-get)"; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends chromium \
+	    || echo "chromium could not be installed: the report's browser tests are skipped, saying so"; }
+
 .PHONY: test
-test: setup tools checkov test-images ## the whole test suite (unit, integration, static, containers), as CI runs it
+test: setup tools checkov browser test-images ## the whole test suite (unit, integration, static, containers), as CI runs it
 	$(BIN)/pytest --durations=15 $(PYTEST_ARGS)
 
 .PHONY: test-fast

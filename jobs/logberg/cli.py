@@ -172,6 +172,16 @@ def cmd_top(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(a: argparse.Namespace) -> int:
+    from logberg.pipeline.report.data import ReportConfig
+    from logberg.pipeline.report.run import report
+
+    cfg = ReportConfig(since=a.since, until=a.until, output=a.output)
+    warehouse = lakehouse_config().warehouse
+    print(report(session("logberg-report"), cfg, warehouse).summary(), flush=True)
+    return 0
+
+
 # ---- the pipeline -------------------------------------------------------------------------
 
 
@@ -615,6 +625,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     command("top", cmd_top, "print the newest day's top IPs and devices and the weekly summary")
 
+    rep = command("report", cmd_report, "write a self-contained HTML report of the gold tables")
+    rep.add_argument(
+        "--since",
+        type=dt.date.fromisoformat,
+        metavar="DATE",
+        help="first day (default: 27 days before --until, or the oldest analysed day)",
+    )
+    rep.add_argument(
+        "--until",
+        type=dt.date.fromisoformat,
+        metavar="DATE",
+        help="last day (default: the newest analysed day)",
+    )
+    rep.add_argument(
+        "--output",
+        metavar="PATH|URI",
+        help="a path, file:// or s3a:// URI (default: <warehouse>/reports/logberg-report.html)",
+    )
+
     from logberg.platform import doctor  # cheap to import: psycopg2 and boto3 load on use
 
     doctor.add_arguments(command("doctor", doctor.run, "check the lakehouse; say what to fix"))
@@ -780,12 +809,13 @@ def build_parser() -> argparse.ArgumentParser:
         "submit",
         help="create a SparkApplication from the installed chart's spec (a fresh name), "
         "optionally follow it",
-        usage="logberg k8s submit [options] {ingest,analytics,maintain,generate} [-- ARGS...]",
+        usage="logberg k8s submit [options] {ingest,analytics,maintain,generate,report} "
+        "[-- ARGS...]",
         epilog="ARGS after `--` are appended to the job's own arguments, e.g. "
         "`logberg k8s submit ingest --wait -- --full`.",
     )
     sbp.set_defaults(job_args=[])
-    sbp.add_argument("job", choices=["ingest", "analytics", "maintain", "generate"])
+    sbp.add_argument("job", choices=["ingest", "analytics", "maintain", "generate", "report"])
     sbp.add_argument("--release", default="logberg", help="the logberg release (default logberg)")
     sbp.add_argument(
         "--wait", action="store_true", help="follow it; exit 0 on COMPLETED, non-zero on a failure"
