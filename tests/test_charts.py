@@ -181,6 +181,13 @@ def test_values_schema_rejects_unknown_keys() -> None:
         assert "noSuchValue" in proc.stderr, proc.stderr
 
 
+def test_the_report_goes_only_to_object_storage() -> None:
+    """A path would land inside the driver pod and vanish with it."""
+    proc = helm("template", "x", str(CHARTS / "logberg"), "--set", "report.output=/tmp/r.html",
+                check=False)  # fmt: skip
+    assert proc.returncode != 0 and "/report/output" in proc.stderr, proc.stderr
+
+
 # ------------------------------------------------------------------ SparkApplication shape
 SPARK_POD_KEYS = {
     "cores",
@@ -340,10 +347,18 @@ def test_jobs_toggle_and_schedule() -> None:
         "logberg-ingest",
         "logberg-analytics",
         "logberg-maintenance",
+        "logberg-report",
     }
     assert not by_kind(default, "SparkApplication"), "streaming is off by default"
     one_off = docs(
-        "logberg", (), ("ingest.schedule=", "analytics.enabled=false", "maintenance.enabled=false")
+        "logberg",
+        (),
+        (
+            "ingest.schedule=",
+            "analytics.enabled=false",
+            "maintenance.enabled=false",
+            "report.enabled=false",
+        ),
     )
     app = one(one_off, "SparkApplication", "-ingest")
     assert app["spec"]["arguments"] == ["ingest", "--input", "s3a://logberg/landing"]
@@ -352,6 +367,16 @@ def test_jobs_toggle_and_schedule() -> None:
     assert not by_kind(one_off, "ScheduledSparkApplication")
     sched = one(default, "ScheduledSparkApplication", "-maintenance")
     assert sched["spec"]["template"]["arguments"][0] == "maintain"
+    report = one(default, "ScheduledSparkApplication", "-report")
+    assert report["spec"]["template"]["arguments"] == ["report"]  # next to the tables
+    analytics = one(default, "ScheduledSparkApplication", "-analytics")
+    after = report["spec"]["schedule"].split()[:2], analytics["spec"]["schedule"].split()[:2]
+    assert after == (["45", "1"], ["15", "1"]), "the report runs after analytics"
+    placed = docs("logberg", (), ("report.output=s3a://reports/logberg/index.html",))
+    report = one(placed, "ScheduledSparkApplication", "-report")
+    assert report["spec"]["template"]["arguments"] == [
+        "report", "--output", "s3a://reports/logberg/index.html",
+    ]  # fmt: skip
 
 
 def test_streaming_ingest_restarts_always() -> None:
@@ -974,7 +999,7 @@ def test_submit_templates_are_the_charts_own_applications() -> None:
     items = variant_docs("logberg", "kind")
     cm = one(items, "ConfigMap", "-apps")
     specs = {k.removesuffix(".yaml"): yaml.safe_load(v) for k, v in cm["data"].items()}
-    assert set(specs) == {"ingest", "analytics", "maintenance", "generator"}
+    assert set(specs) == {"ingest", "analytics", "maintenance", "generator", "report"}
     for component in ("ingest", "analytics"):
         app = one(items, "SparkApplication", f"-{component}")
         assert specs[component] == app["spec"], component
@@ -984,3 +1009,4 @@ def test_submit_templates_are_the_charts_own_applications() -> None:
     command = pod_spec(job)["containers"][0]
     assert specs["generator"]["arguments"] == [*command["command"][2:], *command["args"]]
     assert specs["maintenance"]["arguments"][0] == "maintain"
+    assert specs["report"]["arguments"] == ["report"]

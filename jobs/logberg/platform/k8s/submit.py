@@ -37,6 +37,7 @@ JOBS = {
     "analytics": "analytics",
     "maintain": "maintenance",
     "generate": "generator",
+    "report": "report",
 }
 
 
