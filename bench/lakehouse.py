@@ -34,6 +34,10 @@ STEPS_RE = re.compile(r" steps=(\S+)")
 ANALYTICS_RE = re.compile(
     r"analytics: days=(?P<days>\d+) weeks=(?P<weeks>\d+) .*?duration=(?P<duration>[\d.]+)s"
 )
+REPORT_RE = re.compile(
+    r"report: wrote \S+ \((?P<bytes>\d+) bytes; days=(?P<days>\d+) weeks=(?P<weeks>\d+)\) "
+    r"duration=(?P<duration>[\d.]+)s"
+)
 
 
 class Lakehouse:
@@ -136,6 +140,13 @@ class Lakehouse:
             )
         }
         return r, out
+
+    def report(self, output: Path) -> tuple[procs.ProcResult, dict[str, float]]:
+        r = self.logberg("report", "--output", str(output)).check("logberg report")
+        m = REPORT_RE.search(r.stdout)
+        if not m:
+            raise RuntimeError(f"logberg report printed no summary line:\n{r.stdout[-2000:]}")
+        return r, {k: float(v) for k, v in m.groupdict().items()}
 
     def has_follow(self) -> bool:
         r = self.logberg("ingest", "--help")
