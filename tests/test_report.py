@@ -240,7 +240,7 @@ def test_the_page_in_chromium_shows_the_tables(fortnight) -> None:
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize(("width", "dark"), [(800, False), (1280, True)])
+@pytest.mark.parametrize(("width", "dark"), [(390, False), (800, False), (1280, True)])
 def test_labels_never_overlap_and_the_theme_follows_the_system(
     fortnight, width: int, dark: bool
 ) -> None:
@@ -254,6 +254,8 @@ def test_labels_never_overlap_and_the_theme_follows_the_system(
             "[...document.querySelectorAll('svg.chart')].map(s => s.getBoundingClientRect().width)"
         )
         assert min(widths) >= charts.WIDTH
+        # ... and so do the tables: the page itself never scrolls sideways.
+        assert pg.evaluate("document.documentElement.scrollWidth") <= width
         bg = pg.evaluate("getComputedStyle(document.body).backgroundColor")
         assert (bg == "rgb(18, 22, 28)") == dark, bg
 

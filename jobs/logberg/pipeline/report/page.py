@@ -49,7 +49,7 @@ h3 { font-size: 14px; margin: 16px 0 6px; }
 .card .name { color: var(--muted); font-size: 12px; }
 .card .value { font-size: 20px; font-weight: 600; font-variant-numeric: tabular-nums; }
 .card .change { font-size: 12px; } .up { color: var(--good); } .down { color: var(--bad); }
-.chart-box { overflow-x: auto; } svg.chart { display: block; min-width: 960px; }
+.chart-box, .table-box { overflow-x: auto; } svg.chart { display: block; min-width: 960px; }
 svg .label { fill: var(--muted); font-size: 12px; } svg .axis-y { text-anchor: end; }
 svg .grid { stroke: var(--grid); } svg .tick { stroke: var(--muted); }
 .s1, .d1 { fill: var(--c1); } .s2, .d4 { fill: var(--c2); } .d2 { fill: var(--c3); }
@@ -57,12 +57,12 @@ svg .grid { stroke: var(--grid); } svg .tick { stroke: var(--muted); }
 .st1 { fill: var(--c5); } .st2 { fill: var(--c3); } .st3 { fill: var(--c1); }
 .st4 { fill: var(--c2); } .st5 { fill: var(--bad); }
 table { border-collapse: collapse; font-variant-numeric: tabular-nums; margin: 4px 0 12px; }
-th, td { padding: 3px 10px; text-align: right; border-bottom: 1px solid var(--grid); }
+th, td { padding: 3px 10px; text-align: right; border-bottom: 1px solid var(--grid);
+  white-space: nowrap; }
 th:nth-child(2), td:nth-child(2) { text-align: left; } th { color: var(--muted); font-weight: 500; }
 .bot { font-size: 11px; border: 1px solid var(--c2); color: var(--c2); border-radius: 4px;
   padding: 0 4px; margin-left: 6px; }
 details > summary { cursor: pointer; color: var(--muted); margin: 6px 0; }
-.grid2 { display: grid; grid-template-columns: repeat(auto-fit, minmax(440px, 1fr)); gap: 0 24px; }
 """
 
 
@@ -207,7 +207,10 @@ def ip_table(rows: Sequence[dict[str, Any]], kind: str, key: str) -> str:
         f"<td>{percent(r['error_rate'])}</td></tr>"
         for r in rows
     )
-    return f'<table class="top-ips" data-kind="{kind}" data-key="{key}">{head}{body}</table>'
+    return (
+        f'<div class="table-box"><table class="top-ips" data-kind="{kind}" data-key="{key}">'
+        f"{head}{body}</table></div>"
+    )
 
 
 def top_ips(per: dict[str, list[dict[str, Any]]], kind: str, title: Any) -> str:
@@ -237,7 +240,7 @@ def latency(rows: list[dict[str, Any]] | None) -> str:
         f"<td>{r['p99']:.3f}s</td></tr>"
         for r in rows
     )
-    return f'<table class="latency">{head}{body}</table>'
+    return f'<div class="table-box"><table class="latency">{head}{body}</table></div>'
 
 
 def box(svg: str) -> str:
