@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -105,7 +106,7 @@ def test_a_bridge_left_by_another_cluster_is_named_with_the_command_that_removes
 
 
 def test_only_test_cluster_homes_with_no_live_process_are_stale(tmp_path: Path) -> None:
-    from tests.helpers.leftovers import stale_cluster_homes
+    from tests.helpers.leftovers import MIN_AGE_S, stale_cluster_homes
 
     dead, live, unstarted, other = (
         tmp_path / n for n in ("lbk-dead", "lbk8s-live", "lbk-unstarted", "mine")
@@ -116,8 +117,14 @@ def test_only_test_cluster_homes_with_no_live_process_are_stale(tmp_path: Path) 
         (home / "host-record.json").write_text("{}")
     holder = subprocess.Popen(["sh", "-c", "sleep 60", f"{live.resolve()}/x"])
     try:
-        assert stale_cluster_homes(tmp_path) == [dead]
+        assert stale_cluster_homes(tmp_path, min_age_s=0) == [dead]
     finally:
         holder.kill()
         holder.wait()
+    assert stale_cluster_homes(tmp_path, min_age_s=0) == [dead, live]
+    # A record written moments ago may be a run that is just starting its processes.
+    assert stale_cluster_homes(tmp_path) == []
+    old = time.time() - 2 * MIN_AGE_S
+    for home in (dead, live):
+        os.utime(home / "host-record.json", (old, old))
     assert stale_cluster_homes(tmp_path) == [dead, live]

@@ -169,6 +169,7 @@ def cmd_top(a: argparse.Namespace) -> int:
         print(f"\n{title}")
         write_rows(columns, rows, "table", sys.stdout)
     print("\nExplore further: `.venv/bin/logberg sql` (try: USE nginx_logs; SHOW TABLES;)")
+    print("See it as one HTML page: `make report` (or `.venv/bin/logberg report`)")
     return 0
 
 

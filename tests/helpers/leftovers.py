@@ -5,8 +5,10 @@ mounts stay even after its processes die) and the container tests' podman contai
 network. The next run then fails for reasons that have nothing to do with the code. Only
 leftovers whose owner is provably gone are removed:
 
-* a test cluster home (/tmp/lbk-*, /tmp/lbk8s-*) with a host record and no live process
-  naming it: `logberg cluster down --purge` (which restores the host), then the folder;
+* a test cluster home (/tmp/lbk-*, /tmp/lbk8s-*) with a host record older than
+  MIN_AGE_S and no live process naming it: `logberg cluster down --purge` (which restores
+  the host), then the folder. The age keeps a run that started at the same moment safe:
+  its record is written just before its processes start;
 * podman containers and networks named `logberg-ctest-<pid>-…` whose pid is not a live
   pytest;
 * aardvark-dns's pid file when that pid is no longer a running aardvark-dns (gone, reused,
@@ -21,6 +23,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,6 +33,7 @@ REPO = Path(__file__).resolve().parents[2]
 CLUSTER_HOMES = ("lbk-*", "lbk8s-*")  # tempfile prefixes of tests/test_cluster.py, test_k8s.py
 CONTAINER_NAME = re.compile(r"logberg-ctest-(\d+)-")
 AARDVARK_PID = Path("/run/containers/networks/aardvark-dns/aardvark.pid")
+MIN_AGE_S = 300.0
 
 Log = Callable[[str], None]
 
@@ -51,13 +55,22 @@ def _is_pytest(pid: int) -> bool:
         return False
 
 
-def stale_cluster_homes(tmp: Path = Path("/tmp")) -> list[Path]:
-    """Test cluster homes that changed the host (a record) and have no live process."""
+def _age_s(path: Path) -> float:
+    try:
+        return time.time() - path.stat().st_mtime
+    except OSError:
+        return -1.0  # gone: not a leftover
+
+
+def stale_cluster_homes(tmp: Path = Path("/tmp"), min_age_s: float = MIN_AGE_S) -> list[Path]:
+    """Test cluster homes that changed the host (a record, at least `min_age_s` old) and
+    have no live process."""
     homes = sorted(h for pattern in CLUSTER_HOMES for h in tmp.glob(pattern) if h.is_dir())
     return [
         h
         for h in homes
-        if (h / "host-record.json").exists() and not processes_with(str(h.resolve()) + "/")
+        if _age_s(h / "host-record.json") >= min_age_s
+        and not processes_with(str(h.resolve()) + "/")
     ]
 
 
