@@ -10,7 +10,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
+    """A value as JSON and CSV take it: dates as ISO text, decimals as text, bytes as hex."""
     if isinstance(value, dt.datetime | dt.date):
         return value.isoformat()
     if isinstance(value, decimal.Decimal):
@@ -18,9 +19,9 @@ def _plain(value: Any) -> Any:
     if isinstance(value, bytes | bytearray):
         return value.hex()
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     return value
 
 
@@ -29,14 +30,14 @@ def write_rows(
 ) -> None:
     if fmt == "jsonl":
         for row in rows:
-            out.write(json.dumps(dict(zip(columns, (_plain(v) for v in row), strict=True))) + "\n")
+            out.write(json.dumps(dict(zip(columns, (plain(v) for v in row), strict=True))) + "\n")
     elif fmt == "csv":
         w = csv.writer(out, lineterminator="\n")
         w.writerow(columns)
         for row in rows:
-            w.writerow(["" if v is None else _plain(v) for v in row])
+            w.writerow(["" if v is None else plain(v) for v in row])
     else:
-        cells = [[("NULL" if v is None else str(_plain(v))) for v in row] for row in rows]
+        cells = [[("NULL" if v is None else str(plain(v))) for v in row] for row in rows]
         widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
         line = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
         out.write(line + "\n")

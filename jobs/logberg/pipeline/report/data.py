@@ -25,6 +25,7 @@ from logberg.lakehouse.schema import (
     Table,
 )
 from logberg.lakehouse.tables import existing
+from logberg.output import plain
 from logberg.pipeline.analytics import current_snapshot, read_at
 from logberg.pipeline.weeks import iso_week, week_start
 
@@ -63,14 +64,8 @@ class ReportData:
         return asdict(self)
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, (dt.date, dt.datetime)):
-        return value.isoformat()
-    return value
-
-
 def _rows(df: DataFrame) -> list[dict[str, Any]]:
-    return [{k: _plain(v) for k, v in r.asDict().items()} for r in df.collect()]
+    return [{k: plain(v) for k, v in r.asDict().items()} for r in df.collect()]
 
 
 def period(spark: SparkSession, cfg: ReportConfig, present: set[str]) -> tuple[dt.date, dt.date]:
