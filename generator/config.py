@@ -13,7 +13,7 @@ from urllib.parse import unquote, urlparse
 
 from generator import __version__
 
-FORMATS = ("combined", "main")
+FORMATS = ("combined", "main", "ingress-nginx")
 APPS = ("nginx",)
 MAX_DAYS_PER_FILE = 366
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
@@ -132,7 +132,7 @@ class Config:
         if self.app not in APPS:
             raise UsageError(f"--app {self.app!r}: only nginx is supported")
         if self.fmt not in FORMATS:
-            raise UsageError(f"--format {self.fmt!r}: expected combined or main")
+            raise UsageError(f"--format {self.fmt!r}: expected one of {', '.join(FORMATS)}")
         parse_tz(self.tz)
         if self.endpoint_url and not self.output.is_s3:
             raise UsageError("--endpoint-url needs an s3:// output or --bucket")

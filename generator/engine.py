@@ -17,6 +17,7 @@ from typing import Any
 from generator import __version__
 from generator.clients import ClientPool, build_clients
 from generator.config import Config, Output
+from generator.ingress import Upstream
 from generator.model import ODD_RATE
 from generator.progress import Progress
 from generator.render import (
@@ -74,6 +75,8 @@ class FileResult:
     malformed_total: int = 0
     odd_valid: int = 0
     odd_valid_kinds: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ODD_KINDS, 0))
+    # ingress-nginx only: sums over the valid lines ($request_time, $upstream_response_time)
+    timing: dict[str, int] | None = None
     bytes: int = 0
     uncompressed_bytes: int = 0
     sha256: str = ""
@@ -87,9 +90,10 @@ class LineMaker:
         self.clock = Clock(cfg.tz, cfg.tz_offset)
         self.tz = cfg.tz
         main = cfg.fmt == "main"
+        self.upstream = Upstream(cfg.fmt) if cfg.fmt == "ingress-nginx" else None
         self.heads = [f"{ip} - {u} [" for ip, u in zip(pool.ips, pool.users, strict=True)]
         self.tails = [
-            f'{a.ua}" "{x}"\n' if main else f'{a.ua}"\n'
+            f'{a.ua}" "{x}"\n' if main else f'{a.ua}" ' if self.upstream else f'{a.ua}"\n'
             for a, x in zip(pool.agents, pool.xffs, strict=True)
         ]
         # Characters from the closing quote of the user agent to the end of the line.
@@ -114,6 +118,9 @@ class LineMaker:
         stamps = self.clock.render(secs)
         mids = [f[int(rnd() * POOL_SIZE)] for f in map(frags.__getitem__, cl)]
         lines = [f"{heads[c]}{t}{m}{tails[c]}" for c, t, m in zip(cl, stamps, mids, strict=True)]
+        up = self.upstream
+        if up is not None:
+            lines = up.append(rng, lines, mids)
         end = base + len(secs)
         while odd.next < end or bad.next < end:
             if bad.next <= odd.next:
@@ -128,9 +135,12 @@ class LineMaker:
                 odd.advance()
                 kind, request, status = odd_request(rng)
                 ip = self.pool.ips[cl[j]]
-                lines[j] = f'{ip} - - [{stamps[j]}] "{request}" {status}{self.odd_tail}'
+                tail = self.odd_tail if up is None else up.odd_tail(rng, j, status)
+                lines[j] = f'{ip} - - [{stamps[j]}] "{request}" {status}{tail}'
                 res.odd_valid_kinds[kind] += 1
                 cl[j] = odd_key(cl[j])
+        if up is not None:
+            up.count(cl, res)
         return "".join(lines).encode()
 
     def _malformed(
@@ -143,12 +153,14 @@ class LineMaker:
         res: FileResult,
     ) -> None:
         kind = rng.choices(MALFORMED_KINDS, weights=_MALFORMED_WEIGHTS)[0]
+        suffix = "" if self.upstream is None else self.upstream.suffixes[j]
         if kind == "truncated":
             line = lines[j]
-            ua_close = len(line) - self.after_ua[c]
+            ua_close = len(line) - self.after_ua[c] - len(suffix)
             lines[j] = truncate(rng, line, len(self.pool.ips[c]), ua_close) + "\n"
         elif kind == "bad_timestamp":
-            lines[j] = f"{self.heads[c]}{bad_timestamp(rng, self.tz)}{mid}{self.tails[c]}"
+            stamp = bad_timestamp(rng, self.tz)
+            lines[j] = f"{self.heads[c]}{stamp}{mid}{self.tails[c]}{suffix}"
         else:
             lines[j] = garbage(rng) + "\n"
         res.malformed[kind] += 1
@@ -217,6 +229,8 @@ class Generator:
         res.malformed_total = sum(res.malformed.values())
         res.valid = res.lines - res.malformed_total
         res.odd_valid = sum(res.odd_valid_kinds.values())
+        if self.maker.upstream is not None and res.timing is None:
+            res.timing = self.maker.upstream.empty()
         res.bytes, res.uncompressed_bytes, res.sha256 = (
             written.bytes,
             written.uncompressed_bytes,
@@ -258,8 +272,19 @@ class Generator:
                 "malformed_total": sum(malformed.values()),
                 "bytes": sum(f.bytes for f in files),
                 "uncompressed_bytes": sum(f.uncompressed_bytes for f in files),
+                **self.timing_totals(files),
             },
         }
+
+    def timing_totals(self, files: list[FileResult]) -> dict[str, Any]:
+        """ingress-nginx: the timing sums over every file (`Upstream`)."""
+        if self.maker.upstream is None:
+            return {}
+        timing = self.maker.upstream.empty()
+        for f in files:
+            for k, v in (f.timing or {}).items():
+                timing[k] += v
+        return {"timing": timing}
 
 
 def destination(out: Output, endpoint_url: str | None) -> Destination:

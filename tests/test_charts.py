@@ -181,6 +181,34 @@ def test_values_schema_rejects_unknown_keys() -> None:
         assert "noSuchValue" in proc.stderr, proc.stderr
 
 
+def test_ingest_and_streaming_read_the_landing_by_logs_values() -> None:
+    """`logs.*` reach both readers of the landing as the CLI's own flags, which the CLI
+    checks; the schema refuses X-Forwarded-For without trusted proxies."""
+    ingress = '$remote_addr - [$time_local] "$request" $status $request_time'
+    items = docs(
+        "logberg",
+        (),
+        (
+            "streaming.enabled=true",
+            f"logs.format={ingress}",
+            "logs.clientIp=x-forwarded-for",
+            "logs.trustedProxies={10.0.0.0/16,fd00::/8}",
+        ),
+    )
+    want = ["--log-format", ingress, "--client-ip", "x-forwarded-for",
+            "--trusted-proxies", "10.0.0.0/16,fd00::/8"]  # fmt: skip
+    ingest = one(items, "ScheduledSparkApplication", "-ingest")["spec"]["template"]
+    assert ingest["arguments"][3:] == want
+    assert one(items, "SparkApplication", "-streaming")["spec"]["arguments"][4:] == want
+    from logberg.pipeline.logformat import ClientRule, compile_format
+
+    assert compile_format(want[1]).name == "custom"  # what the job will accept
+    assert ClientRule.parse(want[3], want[5]).trusted == ("10.0.0.0/16", "fd00::/8")
+    for bad in (("logs.clientIp=x-forwarded-for",), ("logs.trustedProxies={10.0.0.0/8}",)):
+        proc = helm("template", "x", str(CHARTS / "logberg"), "--set", bad[0], check=False)
+        assert proc.returncode != 0 and "/logs" in proc.stderr, (bad, proc.stderr)
+
+
 def test_the_report_goes_only_to_object_storage() -> None:
     """A path would land inside the driver pod and vanish with it."""
     proc = helm("template", "x", str(CHARTS / "logberg"), "--set", "report.output=/tmp/r.html",
@@ -361,7 +389,10 @@ def test_jobs_toggle_and_schedule() -> None:
         ),
     )
     app = one(one_off, "SparkApplication", "-ingest")
-    assert app["spec"]["arguments"] == ["ingest", "--input", "s3a://logberg/landing"]
+    assert app["spec"]["arguments"] == [
+        "ingest", "--input", "s3a://logberg/landing",
+        "--log-format", "combined", "--client-ip", "remote_addr",
+    ]  # fmt: skip
     assert app["spec"]["restartPolicy"]["type"] == "OnFailure"
     assert app["spec"]["restartPolicy"]["onFailureRetries"] >= 1
     assert not by_kind(one_off, "ScheduledSparkApplication")

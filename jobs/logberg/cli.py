@@ -213,6 +213,25 @@ def add_ingest_args(p: argparse.ArgumentParser) -> None:
         help="input bytes per commit (default 2 GiB)",
     )
     p.add_argument(
+        "--log-format",
+        default="combined",
+        metavar="FORMAT",
+        help="combined (default), main, ingress-nginx, json, or your nginx log_format as "
+        "written in nginx.conf (the directive or its string)",
+    )
+    p.add_argument(
+        "--client-ip",
+        choices=["remote_addr", "x-forwarded-for"],
+        default="remote_addr",
+        help="where the client address comes from (default remote_addr); x-forwarded-for "
+        "takes the right-most address that is not a trusted proxy",
+    )
+    p.add_argument(
+        "--trusted-proxies",
+        metavar="CIDR,...",
+        help="with --client-ip x-forwarded-for: your load balancers' and proxies' ranges",
+    )
+    p.add_argument(
         "--no-verify",
         dest="verify",
         action="store_false",
@@ -276,8 +295,13 @@ def follow_config(a: argparse.Namespace) -> FollowConfig | None:
 
 def ingest_config(a: argparse.Namespace, follow: FollowConfig | None = None) -> IngestConfig:
     from logberg.pipeline.ingest.config import IngestConfig
+    from logberg.pipeline.logformat import ClientRule, Reading, compile_format
 
+    reading = Reading(
+        compile_format(a.log_format), ClientRule.parse(a.client_ip, a.trusted_proxies)
+    )
     return IngestConfig(
+        reading=reading,
         inputs=tuple(a.input or [default_landing()]),
         since=a.since,
         full=a.full,

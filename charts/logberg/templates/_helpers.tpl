@@ -280,6 +280,15 @@ executor:
 {{- end }}
 
 {{/* restartPolicy of batch applications. */}}
+{{- /* How ingest reads the landing's lines (`logs.*`): its arguments, as a JSON list. */}}
+{{- define "logberg.readingArgs" -}}
+{{- $args := list "--log-format" .Values.logs.format "--client-ip" .Values.logs.clientIp }}
+{{- if .Values.logs.trustedProxies }}
+{{- $args = concat $args (list "--trusted-proxies" (join "," .Values.logs.trustedProxies)) }}
+{{- end }}
+{{- toJson $args }}
+{{- end }}
+
 {{- define "logberg.batchRestartPolicy" -}}
 {{- $r := .Values.spark.restartPolicy }}
 type: {{ $r.type }}

@@ -135,6 +135,7 @@ NO_DICTIONARY = (
     "query_string",
     "referer",
     "forwarded_for",
+    "request_id",
 )
 UNSHUFFLED = {"write.distribution-mode": "none"}
 
@@ -152,8 +153,14 @@ ACCESS_LOGS = Table(
         "forwarded_for STRING, device_type STRING, browser STRING, os STRING, "
         "is_bot BOOLEAN, file_extension STRING, year INT, month INT, day INT, "
         "week_year INT, week_of_year INT, source_file STRING, line_number BIGINT, "
-        "processed_timestamp TIMESTAMP",
+        "processed_timestamp TIMESTAMP, request_time_ms INT, upstream_response_time_ms INT, "
+        "upstream_attempts INT, request_length BIGINT, upstream_addr STRING, "
+        "upstream_status STRING, host STRING, request_id STRING, remote_addr STRING",
         event_id="deterministic: hash(source_file)-line_number",
+        ip_address="the client: $remote_addr, or from X-Forwarded-For (--client-ip)",
+        upstream_response_time_ms="sum over the upstream attempts",
+        upstream_attempts="entries in $upstream_response_time (retries, redirects)",
+        remote_addr="the peer ($remote_addr) when the client came from X-Forwarded-For",
         timestamp="UTC, converted from the line's offset",
         date="UTC date",
         request="raw request field",
@@ -175,7 +182,8 @@ REJECTS = Table(
     "access_logs_rejects",
     cols(
         "source_file STRING!, line_number BIGINT!, raw_line STRING, reason STRING, "
-        "run_id STRING, rejected_at TIMESTAMP"
+        "run_id STRING, rejected_at TIMESTAMP, log_format STRING",
+        log_format="the --log-format the line was read with: a preset name, or custom",
     ),
     properties={**UNSHUFFLED, **FILE_METRICS},
 )
@@ -195,8 +203,10 @@ INGEST_RUNS = Table(
         "run_id STRING!, started_at TIMESTAMP, finished_at TIMESTAMP, files INT, "
         "lines_read BIGINT, accepted BIGINT, rejected BIGINT, bytes BIGINT, "
         "duration_s DOUBLE, snapshot_id BIGINT, dates ARRAY<DATE>, status STRING, "
-        "replaced_concurrent INT",
+        "replaced_concurrent INT, log_format STRING, client_ip STRING",
         replaced_concurrent="files another writer had committed; this run replaced them",
+        log_format="--log-format: a preset's name, or the log_format as given",
+        client_ip="--client-ip's rule, with its trusted proxies",
     ),
     properties=UNSHUFFLED,
 )

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from pyspark.sql import SparkSession
 
+from logberg.lakehouse import sql
 from logberg.lakehouse.schema import DATABASE, Table, properties_sql
 from logberg.lakehouse.session import CATALOG
 
@@ -48,6 +49,19 @@ def upgrade(spark: SparkSession, table: Table) -> None:
         spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ({properties_sql(missing)})")
     if have.get("sort-order", "[]") not in ("", "[]"):
         spark.sql(f"ALTER TABLE {qualified(spark, table)} WRITE UNORDERED")
+
+
+def add_string_columns(spark: SparkSession, table: Table, names: Iterable[str]) -> list[str]:
+    """Add these nullable STRING columns where missing (schema evolution); returns every
+    column of the live table beyond `table`'s definition, in table order."""
+    have = spark.table(qualified(spark, table)).columns
+    missing = [n for n in dict.fromkeys(names) if n not in have]
+    if missing:
+        cols = ", ".join(f"{sql.identifier(n)} STRING" for n in missing)
+        spark.sql(f"ALTER TABLE {table} ADD COLUMNS ({cols})")
+        have = [*have, *missing]
+    known = set(table.names)
+    return [c for c in have if c not in known]
 
 
 def ensure(

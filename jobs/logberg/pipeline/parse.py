@@ -10,6 +10,7 @@ it reads them (`LINES_SOURCE`; `logberg.pipeline.ingest.reader`). No Python UDF 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import Enum
 from typing import Any
 
@@ -34,6 +35,9 @@ class RejectReason(str, Enum):
     BAD_TIMESTAMP = "bad_timestamp"
     BAD_STATUS = "bad_status"
     BAD_SIZE = "bad_size"
+    BAD_REQUEST_TIME = "bad_request_time"
+    BAD_UPSTREAM_TIME = "bad_upstream_time"
+    BAD_REQUEST_LENGTH = "bad_request_length"
 
 
 def parser_return_type(spark: SparkSession) -> str:
@@ -115,17 +119,25 @@ def event_id(source_file: Column, line_number: Column) -> Column:
 
 
 def to_access_rows(
-    parsed: DataFrame, processed_at: Column, agents: DataFrame | None = None
+    parsed: DataFrame,
+    processed_at: Column,
+    agents: DataFrame | None = None,
+    extras: Sequence[str] = (),
 ) -> DataFrame:
     """Parsed lines (with source_file and line_number) -> the access_logs rows of the good
-    ones, in the table's column order."""
+    ones, in the table's column order; then `extras`, the STRING columns of log_format
+    variables logberg does not know (NULL where these lines' format has none)."""
     ok = parsed.where(F.col("reject_reason").isNull())
     rows = enrich(ok, agents).withColumn("processed_timestamp", processed_at)
     rows = rows.withColumn("event_id", event_id(F.col("source_file"), F.col("line_number")))
-    return rows.select(*ACCESS_LOGS.names)
+    have = set(parsed.columns)
+    tail = [F.col(c) if c in have else F.lit(None).cast("string").alias(c) for c in extras]
+    return rows.select(*ACCESS_LOGS.names, *tail)
 
 
-def to_rejects(parsed: DataFrame, run_id: str, rejected_at: Column) -> DataFrame:
+def to_rejects(
+    parsed: DataFrame, run_id: str, rejected_at: Column, log_format: str = "combined"
+) -> DataFrame:
     """Parsed lines -> the rejects table's rows of the rejected ones."""
     return parsed.where(F.col("reject_reason").isNotNull()).select(
         "source_file",
@@ -134,4 +146,5 @@ def to_rejects(parsed: DataFrame, run_id: str, rejected_at: Column) -> DataFrame
         F.col("reject_reason").alias("reason"),
         F.lit(run_id).alias("run_id"),
         rejected_at.alias("rejected_at"),
+        F.lit(log_format).alias("log_format"),
     )

@@ -32,6 +32,7 @@ from logberg.pipeline.ingest import commit
 from logberg.pipeline.ingest.config import IngestConfig
 from logberg.pipeline.ingest.plan import InputFile, batches, ledger_state, list_inputs, plan
 from logberg.pipeline.ingest.reader import RejectSink, file_index, read_parsed, sample_agents
+from logberg.pipeline.logformat import Reading
 from logberg.pipeline.parse import to_access_rows
 
 log = logging.getLogger(__name__)
@@ -105,6 +106,8 @@ def ingest_batch(
     run_id: str,
     verify: bool = True,
     expected: frozenset[str] = frozenset(),
+    reading: Reading | None = None,
+    extras: Sequence[str] = (),
 ) -> BatchResult:
     """Read, parse and commit one batch of files:
 
@@ -115,19 +118,23 @@ def ingest_batch(
        the rejects table; then the check, then the ledger.
 
     `expected`: files the ledger already lists (changed files, --full): their earlier rows
-    are expected; rows of any other file were committed by another writer.
+    are expected; rows of any other file were committed by another writer. `reading`: the
+    log format and client rule; `extras`: access_logs' columns beyond ACCESS_LOGS (unknown
+    log_format variables, `tables.add_string_columns`).
     """
     uris = [f.uri for f in batch]
     res = BatchResult(files=len(batch), bytes=sum(f.size for f in batch))
 
     tag = f"{run_id}-{uuid.uuid4().hex[:8]}"
     t = time.monotonic()
-    lookup = agent_lookup(spark, sample_agents(spark, batch))
+    reading = reading or Reading()
+    agents = sample_agents(spark, batch) if reading.log_format.agent_is_sixth_quoted else []
+    lookup = agent_lookup(spark, agents)
     t = res.timed("agents", t)
 
     seen = Observation("logberg_ingest")
     sink = RejectSink(spark)
-    parsed = read_parsed(spark, uris, sink).observe(
+    parsed = read_parsed(spark, uris, sink, reading).observe(
         seen,
         F.count(F.lit(1)).alias("lines"),
         F.count("reject_reason").alias("rejected"),
@@ -136,7 +143,7 @@ def ingest_batch(
         ),
     )
     now = F.current_timestamp()
-    access = to_access_rows(parsed, now, lookup)
+    access = to_access_rows(parsed, now, lookup, extras)
     committed = commit.replace_rows(spark, ACCESS_LOGS, access, uris, tag)
     res.snapshot_id = committed.snapshot_id
     res.replaced_concurrent = len(committed.replaced - expected)
@@ -150,7 +157,7 @@ def ingest_batch(
     res.lines, res.rejected = int(m["lines"]), int(m["rejected"])
     res.accepted = res.lines - res.rejected
     rejected_by_file = {uris[i - 1]: n for i, n in Counter(m["rejects"]).items()}
-    held_rej = commit.write_rejects(spark, uris, rejected_by_file, run_id, now, tag, sink)
+    held_rej = commit.write_rejects(spark, uris, rejected_by_file, run_id, now, tag, sink, reading)
     t = res.timed("rejects", t)
 
     # What the table now holds for these files, per file and day: the ledger's counts, the
@@ -195,11 +202,12 @@ def run_batches(
         state = ledger_state(spark, [f.uri for f in files] if ledger_of_these_only else None)
     todo, changed = plan(files, state, cfg.full, run_id)
     total = BatchResult()
+    extras = tables.add_string_columns(spark, ACCESS_LOGS, cfg.reading.log_format.extras)
     for part in batches(todo, cfg.max_bytes_per_commit):
         expected = frozenset(f.uri for f in part if f.uri in state)
         for attempt in range(MAX_BATCH_ATTEMPTS):
             try:
-                done = ingest_batch(spark, part, run_id, cfg.verify, expected)
+                done = ingest_batch(spark, part, run_id, cfg.verify, expected, cfg.reading, extras)
             except Exception as e:  # a conflict: redo the whole batch (it is idempotent)
                 if attempt + 1 == MAX_BATCH_ATTEMPTS or not is_commit_conflict(e):
                     raise
@@ -218,6 +226,7 @@ def record_run(
     total: BatchResult,
     duration: float,
     replayable: bool = False,
+    reading: Reading | None = None,
 ) -> None:
     """The run's nginx_logs.ingest_runs row (batch runs and stream micro-batches alike)."""
     row = (
@@ -234,6 +243,8 @@ def record_run(
         sorted(total.dates),
         "ok",
         total.replaced_concurrent,
+        (reading or Reading()).log_format.label,
+        (reading or Reading()).client.describe(),
     )
     commit.record_run(spark, row, replayable)
 
@@ -250,5 +261,5 @@ def ingest(spark: SparkSession, cfg: IngestConfig) -> IngestResult:
     total, changed = run_batches(spark, files, cfg, cfg.run_id)
     total.seconds = {"setup": setup, **total.seconds}
     duration = time.monotonic() - t0
-    record_run(spark, cfg.run_id, started, total, duration)
+    record_run(spark, cfg.run_id, started, total, duration, reading=cfg.reading)
     return IngestResult(cfg.run_id, len(files), changed, total, duration)

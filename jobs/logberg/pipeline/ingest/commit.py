@@ -23,6 +23,7 @@ from logberg.lakehouse.schema import ACCESS_LOGS, INGEST_RUNS, LEDGER, REJECTS, 
 from logberg.lakehouse.tables import qualified
 from logberg.pipeline.ingest.plan import InputFile
 from logberg.pipeline.ingest.reader import RejectSink, read_parsed
+from logberg.pipeline.logformat import Reading
 from logberg.pipeline.parse import to_rejects
 
 log = logging.getLogger(__name__)
@@ -125,8 +126,8 @@ def merge_rows(spark: SparkSession, table: Table, rows: DataFrame, uris: Sequenc
     files that may hold these files (runtime filtering): no NOT MATCHED BY SOURCE clause,
     which would rewrite the whole table."""
     target = qualified(spark, table)
-    cols = ", ".join(sql.identifier(c) for c in table.names)
-    values = ", ".join(f"s.{sql.identifier(c)}" for c in table.names)
+    cols = ", ".join(sql.identifier(c) for c in rows.columns)  # the table's, and its extras
+    values = ", ".join(f"s.{sql.identifier(c)}" for c in rows.columns)
     rows.createOrReplaceTempView("logberg_batch_rows")
     try:
         spark.sql(
@@ -165,6 +166,7 @@ def write_rejects(
     now: Column,
     tag: str,
     sink: RejectSink | None = None,
+    reading: Reading | None = None,
 ) -> int:
     """Commit the rejected lines: the ones `sink` kept during the read, when it holds all
     of them; else the rejected lines of the files that have any, read again.
@@ -183,8 +185,9 @@ def write_rejects(
         log.info("rejects: %d line(s) kept during the parse", rejected)
     else:
         log.info("rejects: %d line(s) read again from the files", rejected)
-        located = read_parsed(spark, [u for u in uris if u in rejected_by_file])
-    replace_rows(spark, REJECTS, to_rejects(located, run_id, now), uris, tag)
+        located = read_parsed(spark, [u for u in uris if u in rejected_by_file], None, reading)
+    fmt = (reading or Reading()).log_format.name
+    replace_rows(spark, REJECTS, to_rejects(located, run_id, now, fmt), uris, tag)
     return sum(n for _, _, n in file_rows(spark, REJECTS, uris))
 
 

@@ -8,6 +8,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from logberg.errors import ConfigError
+from logberg.pipeline.logformat import Reading
 
 URI = re.compile(r"^(file|s3a?|hdfs):")
 DEFAULT_MAX_BYTES_PER_COMMIT = 2 << 30
@@ -54,6 +55,7 @@ class IngestConfig:
     verify: bool = True
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
     follow: FollowConfig | None = None
+    reading: Reading = field(default_factory=Reading)  # --log-format, --client-ip
 
     def __post_init__(self) -> None:
         if not self.inputs:

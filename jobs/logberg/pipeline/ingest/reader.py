@@ -11,6 +11,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from logberg.pipeline.ingest.plan import InputFile
+from logberg.pipeline.logformat import Reading
 from logberg.pipeline.parse import LINES_SOURCE, parser_return_type
 
 # The agent lookup comes from the first SAMPLE_BYTES of up to SAMPLE_FILES files of a batch,
@@ -50,16 +51,22 @@ class RejectSink:
 
 
 def read_parsed(
-    spark: SparkSession, uris: Sequence[str], sink: RejectSink | None = None
+    spark: SparkSession,
+    uris: Sequence[str],
+    sink: RejectSink | None = None,
+    reading: Reading | None = None,
 ) -> DataFrame:
     """The lines of these files, parsed as they are read.
 
     Columns: source_file (the URI as given), line_number (1-based; empty lines are counted,
     not returned), value (the raw line of a rejected line, else NULL), then the fields of
-    `parse_lines`. Each file is read whole by one task. Rejected lines also go to `sink`.
+    `parse_lines`, then a STRING column per variable of the format that logberg does not
+    know. Each file is read whole by one task. Rejected lines also go to `sink`.
+    `reading`: the log format and client rule (default: combined, $remote_addr).
     """
     parser_return_type(spark)  # logberg's jar is on the class path, or a clear error
     reader = spark.read.format(LINES_SOURCE).option("files", "\n".join(uris))
+    reader = reader.options(**(reading or Reading()).options())
     if sink is not None:
         reader = reader.option("rejects", sink.id)
     return reader.load()

@@ -100,7 +100,7 @@ def ingest_micro_batch(
     t0 = time.monotonic()
     total, changed = run_batches(spark, files, cfg, run_id, ledger_of_these_only=True)
     duration = time.monotonic() - t0
-    record_run(spark, run_id, started, total, duration, replayable=True)
+    record_run(spark, run_id, started, total, duration, replayable=True, reading=cfg.reading)
     row = (
         query_id,
         batch_id,

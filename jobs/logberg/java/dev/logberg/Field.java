@@ -21,6 +21,16 @@ public enum Field {
   QUERY_STRING("query_string", "STRING"),
   PROTOCOL("protocol", "STRING"),
   FILE_EXTENSION("file_extension", "STRING"),
+  // Only what a log_format other than combined carries (LogFormat); null otherwise.
+  REQUEST_TIME_MS("request_time_ms", "INT"),
+  UPSTREAM_RESPONSE_TIME_MS("upstream_response_time_ms", "INT"),
+  UPSTREAM_ATTEMPTS("upstream_attempts", "INT"),
+  REQUEST_LENGTH("request_length", "BIGINT"),
+  UPSTREAM_ADDR("upstream_addr", "STRING"),
+  UPSTREAM_STATUS("upstream_status", "STRING"),
+  HOST("host", "STRING"),
+  REQUEST_ID("request_id", "STRING"),
+  REMOTE_ADDR("remote_addr", "STRING"),
   REJECT_REASON("reject_reason", "STRING");
 
   /** The column name. */
@@ -31,6 +41,14 @@ public enum Field {
   Field(String column, String type) {
     this.column = column;
     this.type = type;
+  }
+
+  /** The field of this column name; null when none. */
+  static Field byColumn(String column) {
+    for (Field f : values()) {
+      if (f.column.equals(column)) return f;
+    }
+    return null;
   }
 
   /** {@code STRUCT<ip_address: STRING, ...>} of every field, in order. */

@@ -15,4 +15,7 @@ interface FieldSink {
   void reject(Field f, Reject reason);
 
   void setNull(Field f);
+
+  /** The k-th variable a {@link LogFormat} does not know (a STRING column); as {@link #text}. */
+  default void extra(int k, byte[] b, int from, int to) {}
 }

@@ -29,6 +29,10 @@ import java.util.Locale;
  * hands the fields to a {@link FieldSink}. A field is the byte range [start, end) of {@link
  * #bytes}; a negative start means null ("-" is null in remote_user, referer, user_agent and
  * forwarded_for, and 0 in response_size).
+ *
+ * <p>Any other {@code log_format} is scanned by a {@link LogFormat} into the same fields (plus
+ * the timing and upstream ones), and {@link #check} then gives the same verdicts; {@link
+ * ClientAddress} may replace the client address on either path.
  */
 final class LineScan {
   private static final byte[] HTTP = "HTTP/".getBytes(StandardCharsets.US_ASCII);
@@ -48,7 +52,20 @@ final class LineScan {
   long micros;
   boolean timestampOk;
   int status; // -1: bad
-  long size; // -1: bad
+  long size; // -1: bad; -2: the format has no size
+
+  // What only a {@link LogFormat} carries; null (-1) on the combined path.
+  int timeKind, timeStart, timeEnd, statusStart, statusEnd, sizeStart, sizeEnd;
+  int upAddrStart, upAddrEnd, upStatusStart, upStatusEnd, hostStart, hostEnd;
+  int reqIdStart, reqIdEnd, peerStart, peerEnd;
+  int reqTimeStart, reqTimeEnd, upTimeStart, upTimeEnd, reqLenStart, reqLenEnd;
+  int requestTimeMs, upstreamTimeMs, upstreamAttempts; // -1: null; -2: bad
+  long requestLength; // -1: null; -2: bad
+  int[] extraStart = new int[0], extraEnd = new int[0];
+  /** Which address is the client's; null: $remote_addr. */
+  ClientAddress client;
+
+  static final int TIME_LOCAL = 0, TIME_ISO8601 = 1, MSEC = 2;
 
   /** Scan {@code b[from, to)}; returns true for a good line. */
   boolean scan(byte[] b, int from, int to) {
@@ -112,22 +129,148 @@ final class LineScan {
     agentStart = nullStart;
     agentEnd = nullEnd;
 
-    final boolean ipOk = ipChars(b, from, ipEnd);
-    timestampOk = timestamp(b, timeStart, timeEnd);
+    clearFormatFields();
+    timeKind = TIME_LOCAL;
+    this.timeStart = timeStart;
+    this.timeEnd = timeEnd;
+    this.statusStart = statusStart;
+    this.statusEnd = statusEnd;
+    this.sizeStart = sizeStart;
+    this.sizeEnd = sizeEnd;
+    return check();
+  }
+
+  /** Before a {@link LogFormat} scan: every field absent. */
+  void clear() {
+    reason = Reject.UNPARSEABLE;
+    ipStart = ipEnd = userStart = userEnd = reqStart = reqEnd = -1;
+    refStart = refEnd = agentStart = agentEnd = fwdStart = fwdEnd = -1;
+    timeStart = timeEnd = statusStart = statusEnd = sizeStart = sizeEnd = -1;
+    clearFormatFields();
+  }
+
+  private void clearFormatFields() {
+    upAddrStart = upAddrEnd = upStatusStart = upStatusEnd = hostStart = hostEnd = -1;
+    reqIdStart = reqIdEnd = peerStart = peerEnd = -1;
+    reqTimeStart = reqTimeEnd = upTimeStart = upTimeEnd = reqLenStart = reqLenEnd = -1;
+    requestTimeMs = upstreamTimeMs = upstreamAttempts = -1;
+    requestLength = -1;
+    for (int k = 0; k < extraStart.length; k++) extraStart[k] = extraEnd[k] = -1;
+  }
+
+  /**
+   * A {@link LogFormat} variable's value {@code bytes[from, to)} for {@code column}; false when
+   * it cannot be (a time variable of the wrong width). "-" and "" are null in text columns.
+   */
+  boolean set(String column, String variable, int extra, int from, int to) {
+    if (extra >= 0) {
+      dashNull(bytes, from, to);
+      if (from == to) nullStart = nullEnd = -1;
+      extraStart[extra] = nullStart;
+      extraEnd[extra] = nullEnd;
+      return true;
+    }
+    switch (column) {
+      case "ip_address":
+        ipStart = from;
+        ipEnd = to;
+        return true;
+      case "timestamp":
+        timeKind = variable.equals("msec") ? MSEC : variable.equals("time_iso8601") ? TIME_ISO8601 : TIME_LOCAL;
+        timeStart = from;
+        timeEnd = to;
+        return true;
+      case "request":
+        reqStart = from;
+        reqEnd = to;
+        return true;
+      case "status_code":
+        statusStart = from;
+        statusEnd = to;
+        return true;
+      case "response_size":
+        sizeStart = from;
+        sizeEnd = to;
+        return true;
+      case "request_time_ms":
+        reqTimeStart = from;
+        reqTimeEnd = to;
+        return true;
+      case "upstream_response_time_ms":
+        upTimeStart = from;
+        upTimeEnd = to;
+        return true;
+      case "request_length":
+        reqLenStart = from;
+        reqLenEnd = to;
+        return true;
+      default:
+        break;
+    }
+    dashNull(bytes, from, to);
+    if (from == to) nullStart = nullEnd = -1; // escape=json writes "" for an unset variable
+    final int a = nullStart, z = nullEnd;
+    switch (column) {
+      case "remote_user": userStart = a; userEnd = z; break;
+      case "referer": refStart = a; refEnd = z; break;
+      case "user_agent": agentStart = a; agentEnd = z; break;
+      case "forwarded_for": fwdStart = a; fwdEnd = z; break;
+      case "upstream_addr": upAddrStart = a; upAddrEnd = z; break;
+      case "upstream_status": upStatusStart = a; upStatusEnd = z; break;
+      case "host": hostStart = a; hostEnd = z; break;
+      case "request_id": reqIdStart = a; reqIdEnd = z; break;
+      default: throw new IllegalArgumentException("LogFormat: unknown column " + column);
+    }
+    return true;
+  }
+
+  /** Size the extras for a format (before its first scan). */
+  void extras(int n) {
+    if (extraStart.length != n) {
+      extraStart = new int[n];
+      extraEnd = new int[n];
+    }
+  }
+
+  /**
+   * The verdict on the fields in place: {@link #reason} null for a good line, else the first
+   * of bad_ip, bad_timestamp, bad_status, bad_size, bad_request_time, bad_upstream_time,
+   * bad_request_length that applies. Then the client address and the request's parts.
+   */
+  boolean check() {
+    final byte[] b = bytes;
+    final boolean ipOk = ipChars(b, ipStart, ipEnd);
+    timestampOk = timeKind == MSEC ? msec(b, timeStart, timeEnd)
+        : timeKind == TIME_ISO8601 ? iso8601(b, timeStart, timeEnd)
+        : timestamp(b, timeStart, timeEnd);
     status = status(b, statusStart, statusEnd);
-    size = size(b, sizeStart, sizeEnd);
+    size = sizeStart < 0 ? -2 : size(b, sizeStart, sizeEnd);
+    if (reqTimeStart >= 0) requestTimeMs = seconds(b, reqTimeStart, reqTimeEnd);
+    if (upTimeStart >= 0) secondsList(b, upTimeStart, upTimeEnd);
+    if (reqLenStart >= 0) requestLength = count(b, reqLenStart, reqLenEnd);
     if (!ipOk) {
       reason = Reject.BAD_IP;
     } else if (!timestampOk) {
       reason = Reject.BAD_TIMESTAMP;
     } else if (status < 0) {
       reason = Reject.BAD_STATUS;
-    } else if (size < 0) {
+    } else if (size == -1) {
       reason = Reject.BAD_SIZE;
+    } else if (requestTimeMs == -2) {
+      reason = Reject.BAD_REQUEST_TIME;
+    } else if (upstreamTimeMs == -2) {
+      reason = Reject.BAD_UPSTREAM_TIME;
+    } else if (requestLength == -2) {
+      reason = Reject.BAD_REQUEST_LENGTH;
     } else {
       reason = null;
     }
-    request(b, reqStart, reqEnd);
+    if (ipOk && client != null) {
+      peerStart = ipStart;
+      peerEnd = ipEnd;
+      client.pick(this);
+    }
+    request(b, reqStart, reqEnd); // a format always has $request (logformat.REQUIRED)
     return reason == null;
   }
 
@@ -137,6 +280,7 @@ final class LineScan {
       for (Field f : FIELDS) {
         if (f != Field.REJECT_REASON) sink.setNull(f);
       }
+      for (int k = 0; k < extraStart.length; k++) sink.extra(k, bytes, -1, -1);
       sink.reject(Field.REJECT_REASON, reason);
       return;
     }
@@ -148,7 +292,7 @@ final class LineScan {
     sink.text(Field.REQUEST, b, reqStart, reqEnd);
     if (status >= 0) sink.integer(Field.STATUS_CODE, status);
     else sink.setNull(Field.STATUS_CODE);
-    if (size >= 0) sink.bigint(Field.RESPONSE_SIZE, size);
+    if (size >= 0) sink.bigint(Field.RESPONSE_SIZE, size); // -2: the format has none
     else sink.setNull(Field.RESPONSE_SIZE);
     sink.text(Field.REFERER, b, refStart, refEnd);
     sink.text(Field.USER_AGENT, b, agentStart, agentEnd);
@@ -161,8 +305,24 @@ final class LineScan {
     final byte[] ext = extension();
     if (ext == null) sink.setNull(Field.FILE_EXTENSION);
     else sink.text(Field.FILE_EXTENSION, ext, 0, ext.length);
+    optional(sink, Field.REQUEST_TIME_MS, requestTimeMs);
+    optional(sink, Field.UPSTREAM_RESPONSE_TIME_MS, upstreamTimeMs);
+    optional(sink, Field.UPSTREAM_ATTEMPTS, upstreamAttempts);
+    if (requestLength >= 0) sink.bigint(Field.REQUEST_LENGTH, requestLength);
+    else sink.setNull(Field.REQUEST_LENGTH);
+    sink.text(Field.UPSTREAM_ADDR, b, upAddrStart, upAddrEnd);
+    sink.text(Field.UPSTREAM_STATUS, b, upStatusStart, upStatusEnd);
+    sink.text(Field.HOST, b, hostStart, hostEnd);
+    sink.text(Field.REQUEST_ID, b, reqIdStart, reqIdEnd);
+    sink.text(Field.REMOTE_ADDR, b, peerStart, peerEnd);
+    for (int k = 0; k < extraStart.length; k++) sink.extra(k, b, extraStart[k], extraEnd[k]);
     if (reason == null) sink.setNull(Field.REJECT_REASON);
     else sink.reject(Field.REJECT_REASON, reason);
+  }
+
+  private static void optional(FieldSink sink, Field f, int v) {
+    if (v >= 0) sink.integer(f, v);
+    else sink.setNull(f);
   }
 
   private static final Field[] FIELDS = Field.values();
@@ -302,6 +462,105 @@ final class LineScan {
   }
 
   /**
+   * nginx's seconds with millisecond resolution ({@code 0.123}, {@code 12}) to milliseconds;
+   * {@code -} or empty is null (-1); anything else, or over 2^31 ms, is bad (-2).
+   */
+  static int seconds(byte[] b, int from, int to) {
+    if (to == from || (to - from == 1 && b[from] == '-')) return -1;
+    long whole = 0;
+    int i = from, digits = 0;
+    while (i < to && b[i] >= '0' && b[i] <= '9') {
+      whole = whole * 10 + (b[i++] - '0');
+      if (++digits > 9) return -2;
+    }
+    if (digits == 0) return -2;
+    long ms = whole * 1000;
+    if (i < to) {
+      if (b[i++] != '.' || i == to) return -2;
+      int scale = 100;
+      for (; i < to; i++) {
+        final int d = digit(b, i);
+        if (d < 0) return -2;
+        ms += d * scale; // digits past the third (never written by nginx) are dropped
+        scale /= 10;
+      }
+    }
+    return ms > Integer.MAX_VALUE ? -2 : (int) ms;
+  }
+
+  /**
+   * A list of seconds as nginx writes it for retries and internal redirects ({@code 0.002,
+   * 0.004 : 0.010}; {@code -} for an attempt that got no answer) to {@link #upstreamTimeMs}
+   * (their sum in ms; null when no attempt has a time) and {@link #upstreamAttempts} (the
+   * entries). A single {@code -} is null for both; a bad entry makes the sum bad (-2).
+   */
+  private void secondsList(byte[] b, int from, int to) {
+    if (to == from || (to - from == 1 && b[from] == '-')) return;
+    long sum = -1;
+    int n = 0, i = from;
+    while (i <= to) {
+      int e = i;
+      while (e < to && b[e] != ',' && b[e] != ' ') e++;
+      final int v = seconds(b, i, e);
+      n++;
+      if (v == -2 || e == i) {
+        upstreamTimeMs = -2;
+        return;
+      }
+      if (v >= 0) sum = Math.max(sum, 0) + v;
+      if (e == to) break;
+      // ", " or " : "
+      if (b[e] == ',' && e + 1 < to && b[e + 1] == ' ') i = e + 2;
+      else if (b[e] == ' ' && e + 2 < to && b[e + 1] == ':' && b[e + 2] == ' ') i = e + 3;
+      else {
+        upstreamTimeMs = -2;
+        return;
+      }
+    }
+    upstreamTimeMs = sum > Integer.MAX_VALUE ? -2 : (int) sum;
+    upstreamAttempts = n;
+  }
+
+  /** A byte count: {@code -} or empty is null (-1); 1 to 18 digits; else bad (-2). */
+  static long count(byte[] b, int from, int to) {
+    if (to == from || (to - from == 1 && b[from] == '-')) return -1;
+    final long v = size(b, from, to);
+    return v < 0 ? -2 : v;
+  }
+
+  /** nginx's $msec ({@code 1700000000.123}, seconds since the epoch) to {@link #micros}. */
+  private boolean msec(byte[] b, int from, int to) {
+    final int dot = indexOf(b, '.', from, to);
+    if (dot < from + 1 || dot > from + 12 || to - dot != 4) return false;
+    long sec = 0;
+    for (int i = from; i < dot; i++) {
+      final int d = digit(b, i);
+      if (d < 0) return false;
+      sec = sec * 10 + d;
+    }
+    final int ms = number(b, dot + 1, 3);
+    if (ms < 0) return false;
+    micros = sec * 1_000_000L + ms * 1000L;
+    return true;
+  }
+
+  /** nginx's $time_iso8601 ({@code 2026-11-24T13:55:36+01:00}) to {@link #micros}. */
+  private boolean iso8601(byte[] b, int from, int to) {
+    if (to - from != 25) return false;
+    final int p = from;
+    if (b[p + 4] != '-' || b[p + 7] != '-' || b[p + 10] != 'T' || b[p + 13] != ':'
+        || b[p + 16] != ':' || b[p + 22] != ':') {
+      return false;
+    }
+    final int year = number(b, p, 4), month = number(b, p + 5, 2), day = number(b, p + 8, 2);
+    final int hour = number(b, p + 11, 2), minute = number(b, p + 14, 2);
+    final int second = number(b, p + 17, 2);
+    final byte sign = b[p + 19];
+    final int offHours = number(b, p + 20, 2), offMinutes = number(b, p + 23, 2);
+    return civil(year, month, day, hour, minute, second, sign, offHours, offMinutes);
+  }
+
+  /**
    * {@code dd/Mon/yyyy:HH:mm:ss +hhmm} (nginx's $time_local) to {@link #micros}; false when it
    * is not exactly that or names no real time. Month names are English, any case; the offset
    * is at most 18 hours, as java.time allows.
@@ -322,10 +581,16 @@ final class LineScan {
     final byte sign = b[p + 21];
     final int offHours = number(b, p + 22, 2);
     final int offMinutes = number(b, p + 24, 2);
-    if (day < 1 || month < 1 || year < 0 || hour < 0 || hour > 23 || minute < 0 || minute > 59
-        || second < 0 || second > 59 || (sign != '+' && sign != '-') || offHours < 0
-        || offMinutes < 0 || offMinutes > 59 || offHours * 60 + offMinutes > 18 * 60
-        || day > daysInMonth(year, month)) {
+    return civil(year, month, day, hour, minute, second, sign, offHours, offMinutes);
+  }
+
+  /** A civil time with a UTC offset to {@link #micros}; false when it names no real time. */
+  private boolean civil(int year, int month, int day, int hour, int minute, int second,
+      byte sign, int offHours, int offMinutes) {
+    if (day < 1 || month < 1 || month > 12 || year < 0 || hour < 0 || hour > 23 || minute < 0
+        || minute > 59 || second < 0 || second > 59 || (sign != '+' && sign != '-')
+        || offHours < 0 || offMinutes < 0 || offMinutes > 59
+        || offHours * 60 + offMinutes > 18 * 60 || day > daysInMonth(year, month)) {
       return false;
     }
     final int offset = (sign == '+' ? 1 : -1) * (offHours * 3600 + offMinutes * 60);

@@ -62,9 +62,10 @@ public final class LogLines implements TableProvider {
   /** Where the parsed fields start in {@link #SCHEMA}. */
   private static final int FIELDS = 3;
 
-  public static final StructType SCHEMA = schema();
+  public static final StructType SCHEMA = schema(new String[0]);
 
-  private static StructType schema() {
+  /** The columns, with a STRING column per variable of {@code extras} at the end. */
+  private static StructType schema(String[] extras) {
     StructType s =
         new StructType()
             .add("source_file", "string", false)
@@ -73,20 +74,28 @@ public final class LogLines implements TableProvider {
     for (Field f : Field.values()) {
       s = s.add(f.column, DataType.fromDDL(f.type), true);
     }
+    for (String x : extras) s = s.add(x, "string", true);
     return s;
   }
 
   @Override
   public StructType inferSchema(CaseInsensitiveStringMap options) {
-    return SCHEMA;
+    final String format = options.get("format");
+    return format == null ? SCHEMA : schema(new LogFormat(format).extras);
   }
 
   @Override
   public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> props) {
-    return new Files();
+    return new Files(schema);
   }
 
   private static final class Files implements SupportsRead {
+    private final StructType schema;
+
+    Files(StructType schema) {
+      this.schema = schema;
+    }
+
     @Override
     public String name() {
       return "logberg log lines";
@@ -94,7 +103,7 @@ public final class LogLines implements TableProvider {
 
     @Override
     public Column[] columns() {
-      final StructField[] fields = SCHEMA.fields();
+      final StructField[] fields = schema.fields();
       final Column[] out = new Column[fields.length];
       for (int i = 0; i < fields.length; i++) {
         out[i] = Column.create(fields[i].name(), fields[i].dataType(), fields[i].nullable());
@@ -115,22 +124,47 @@ public final class LogLines implements TableProvider {
       }
       final String[] uris = files.split("\n");
       final String rejects = options.get("rejects");
-      return () -> new LinesScan(uris, rejects == null ? null : RejectCollector.lookup(rejects));
+      final String format = options.get("format");
+      final String client = options.get("client");
+      final Settings settings =
+          new Settings(
+              format == null ? null : new LogFormat(format),
+              client == null || client.isEmpty() ? null : new ClientAddress(client));
+      final StructType schema = this.schema;
+      return () ->
+          new LinesScan(
+              uris, rejects == null ? null : RejectCollector.lookup(rejects), settings, schema);
+    }
+  }
+
+  /** How lines are read: a {@link LogFormat} (null: combined) and the client rule. */
+  private static final class Settings implements Serializable {
+    private static final long serialVersionUID = 1L;
+    final LogFormat format;
+    final ClientAddress client;
+
+    Settings(LogFormat format, ClientAddress client) {
+      this.format = format;
+      this.client = client;
     }
   }
 
   private static final class LinesScan implements Scan, Batch {
     private final String[] uris;
     private final RejectCollector rejects;
+    private final Settings settings;
+    private final StructType schema;
 
-    LinesScan(String[] uris, RejectCollector rejects) {
+    LinesScan(String[] uris, RejectCollector rejects, Settings settings, StructType schema) {
       this.uris = uris;
       this.rejects = rejects;
+      this.settings = settings;
+      this.schema = schema;
     }
 
     @Override
     public StructType readSchema() {
-      return SCHEMA;
+      return schema;
     }
 
     @Override
@@ -153,7 +187,7 @@ public final class LogLines implements TableProvider {
     @Override
     public PartitionReaderFactory createReaderFactory() {
       final Configuration conf = SparkSession.active().sessionState().newHadoopConf();
-      return new Readers(new HadoopConf(conf), rejects);
+      return new Readers(new HadoopConf(conf), rejects, settings);
     }
   }
 
@@ -191,16 +225,18 @@ public final class LogLines implements TableProvider {
     private static final long serialVersionUID = 1L;
     private final HadoopConf conf;
     private final RejectCollector rejects;
+    private final Settings settings;
 
-    Readers(HadoopConf conf, RejectCollector rejects) {
+    Readers(HadoopConf conf, RejectCollector rejects, Settings settings) {
       this.conf = conf;
       this.rejects = rejects;
+      this.settings = settings;
     }
 
     @Override
     public PartitionReader<InternalRow> createReader(InputPartition part) {
       try {
-        return new Reader(((FilePart) part).uri, conf.conf, rejects);
+        return new Reader(((FilePart) part).uri, conf.conf, rejects, settings);
       } catch (IOException e) {
         throw new java.io.UncheckedIOException(e);
       }
@@ -214,14 +250,23 @@ public final class LogLines implements TableProvider {
     private final InputStream in;
     private final Decompressor decompressor;
     private final LineScan scan = new LineScan();
-    private final UnsafeRowWriter row = new UnsafeRowWriter(SCHEMA.length(), 512);
+    private final LogFormat format;
+    private final int extras; // where the extras' columns start
+    private final UnsafeRowWriter row;
     private byte[] buf = new byte[1 << 20];
     private int pos, lim;
     private boolean eof;
     private long lineNumber;
 
-    Reader(String uri, Configuration conf, RejectCollector rejects) throws IOException {
+    Reader(String uri, Configuration conf, RejectCollector rejects, Settings settings)
+        throws IOException {
       this.uri = uri;
+      this.format = settings.format;
+      final int n = format == null ? 0 : format.extras.length;
+      this.extras = SCHEMA.length();
+      this.row = new UnsafeRowWriter(SCHEMA.length() + n, 512);
+      scan.extras(n);
+      scan.client = settings.client;
       this.file = uri.getBytes(StandardCharsets.UTF_8);
       this.rejects = rejects;
       final Path path;
@@ -324,7 +369,7 @@ public final class LogLines implements TableProvider {
         }
       }
       final LineScan s = scan;
-      final boolean ok = s.scan(b, from, to);
+      final boolean ok = format == null ? s.scan(b, from, to) : format.scan(s, b, from, to) && s.check();
       final UnsafeRowWriter w = row;
       w.reset();
       w.zeroOutNullBytes();
@@ -378,6 +423,12 @@ public final class LogLines implements TableProvider {
     @Override
     public void setNull(Field f) {
       row.setNullAt(FIELDS + f.ordinal());
+    }
+
+    @Override
+    public void extra(int k, byte[] b, int from, int to) {
+      if (from < 0) row.setNullAt(extras + k);
+      else row.write(extras + k, b, from, to - from);
     }
 
     @Override

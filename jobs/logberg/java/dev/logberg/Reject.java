@@ -9,7 +9,10 @@ public enum Reject {
   BAD_IP("bad_ip"),
   BAD_TIMESTAMP("bad_timestamp"),
   BAD_STATUS("bad_status"),
-  BAD_SIZE("bad_size");
+  BAD_SIZE("bad_size"),
+  BAD_REQUEST_TIME("bad_request_time"),
+  BAD_UPSTREAM_TIME("bad_upstream_time"),
+  BAD_REQUEST_LENGTH("bad_request_length");
 
   public final String label;
   final UTF8String utf8;
