@@ -4,7 +4,7 @@ BENCH_SCALE    full (default) | small: tiny datasets, for a smoke run of the who
 BENCH_REPEATS  repetitions per figure (default 3 at full scale, 1 at small); median reported
 BENCH_GZIP     1 = gzip the generated logs (default 0: plain .log for both tools)
 BENCH_SKIP     comma list of sections to skip: generator, duckdb, goaccess, ingest,
-               incremental, streaming
+               incremental, streaming, formats
 BENCH_RESULTS  where to write the JSON (default bench/results/latest.json)
 """
 

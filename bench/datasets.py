@@ -29,6 +29,7 @@ class Spec:
     end_date: str
     seed: int
     malformed_rate: float = 0.005
+    fmt: str = "combined"  # the generator's --format
 
     @property
     def lines(self) -> int:
@@ -51,6 +52,8 @@ class Spec:
             "--seed",
             str(self.seed),
             "--gzip" if GZIP else "--no-gzip",
+            "--format",
+            self.fmt,
             "--quiet",
         ]
 
@@ -98,6 +101,8 @@ def ensure(spec: Spec, base: Path) -> Dataset:
     root = base / spec.name
     stamp = root / "bench-spec.json"
     want = {**asdict(spec), "gzip": GZIP}
+    if spec.fmt == "combined":
+        del want["fmt"]  # the stamp of a combined set is what it was before formats existed
     if stamp.is_file() and json.loads(stamp.read_text()) == want:
         m = _manifest(root)
         if m is not None:

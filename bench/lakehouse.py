@@ -111,11 +111,14 @@ class Lakehouse:
 
     # ---- the measured commands --------------------------------------------------------
 
-    def logberg(self, *args: str) -> procs.ProcResult:
-        return procs.run([LOGBERG, *args], env=self.env, cwd=REPO)
+    def logberg(self, *args: str, env: dict[str, str] | None = None) -> procs.ProcResult:
+        """`logberg ARGS`; `env` instead of this home's (e.g. another checkout's PYTHONPATH)."""
+        return procs.run([LOGBERG, *args], env=env or self.env, cwd=REPO)
 
-    def ingest(self, uri: str) -> tuple[procs.ProcResult, dict[str, float]]:
-        r = self.logberg("ingest", "--input", uri).check("logberg ingest")
+    def ingest(
+        self, uri: str, *extra: str, env: dict[str, str] | None = None
+    ) -> tuple[procs.ProcResult, dict[str, float]]:
+        r = self.logberg("ingest", "--input", uri, *extra, env=env).check("logberg ingest")
         m = INGEST_RE.search(r.stdout)
         if not m:
             raise RuntimeError(f"logberg ingest printed no summary line:\n{r.stdout[-2000:]}")

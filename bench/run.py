@@ -56,6 +56,9 @@ def specs() -> dict[str, Any]:
     return {
         "lines_1m": Spec("lines_1m", f1, l1, "2025-01-06", "2025-01-12", seed=101),
         "lines_5m": Spec("lines_5m", f5, l5, "2025-01-06", "2025-01-12", seed=105),
+        "lines_5m_ingress": Spec(
+            "lines_5m_ingress", f5, l5, "2025-01-06", "2025-01-12", seed=105, fmt="ingress-nginx"
+        ),
         "base_30d": Spec("base_30d", f30, l30, "2025-02-03", "2025-03-04", seed=130),
         "days": [
             Spec(f"day_{d.isoformat()}", fd, ld, d.isoformat(), d.isoformat(), seed=131 + i)
@@ -540,6 +543,21 @@ def table(res: dict[str, Any]) -> str:
         ),
         ("peak RSS MB (ingest tree, 5M)", f(res["peak_rss_mb"], "{:,.0f}")),
         (
+            "ingest s 5M: combined / before --log-format / ingress-nginx",
+            " / ".join(
+                f((res.get("formats") or {}).get("ingest_wall_s", {}).get(k))
+                for k in ("combined", "combined_before", "ingress_nginx")
+            ),
+        ),
+        (
+            "combined vs before --log-format (time, bar: <= 1.0 within noise)",
+            f((res.get("formats") or {}).get("combined_vs_before"), "{:.2f}"),
+        ),
+        (
+            "ingress-nginx vs combined (time)",
+            f((res.get("formats") or {}).get("ingress_vs_combined"), "{:.2f}"),
+        ),
+        (
             "streaming latency s",
             "not measured"
             if res["streaming_latency_s"] is None
@@ -593,12 +611,13 @@ def main() -> int:
     res["goaccess"] = None if "goaccess" in SKIP else bench_goaccess(ds["lines_5m"])
 
     res["logberg"] = {}
+    res["formats"] = None
     res["incremental"] = None
     res["streaming"] = None
     lh = Lakehouse()
     failed: BaseException | None = None
     try:
-        if not {"ingest", "incremental", "streaming"} <= SKIP:
+        if not {"ingest", "incremental", "streaming", "formats"} <= SKIP:
             took = lh.up()
             log(f"metastore up on port {lh.port} ({took:.1f}s), home {lh.home}")
             if "streaming" not in SKIP and lh.has_follow():
@@ -612,6 +631,12 @@ def main() -> int:
                     res["logberg"][key] = bench_ingest(lh, ds[key], analytics=key == "lines_5m")
             if "incremental" not in SKIP:
                 res["incremental"] = bench_incremental(lh, ds["base_30d"], ds["days"])
+            if "formats" not in SKIP:
+                from bench.formats import bench_formats
+
+                res["formats"] = bench_formats(
+                    lh, ds["lines_5m"], ds["lines_5m_ingress"], check_ingest, check_tables
+                )
             lh.reset()
     except BaseException as e:  # reported after the cleanup below; exit status 1
         failed = e

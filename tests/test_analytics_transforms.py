@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from logberg.pipeline import analytics as an
@@ -162,3 +163,32 @@ def test_weekly_summary(logs: Any) -> None:
             )
         )  # fmt: skip
     check(an.weekly_summary(logs), expected)
+
+
+def test_daily_latency_exact_percentiles_slow_paths_and_untimed_rows(spark: SparkSession) -> None:
+    """percentile_disc: the first value whose cumulative share reaches q, so every figure
+    is a time that occurred. Rows without a request time are left out; a path with fewer
+    than min_hits timed requests never ranks."""
+    rows = [(D1, "/a", 200, t, t - 1) for t in range(1, 101)]  # 1..100 ms
+    rows += [(D1, "/b", 500, 1000, None), (D1, "/b", 502, 3000, None)]  # few hits: no rank
+    rows += [(D1, "/c", 404, None, None)] * 5  # untimed
+    rows += [(D2, "/a", 200, None, None)]  # a day with no timed request: no rows
+    df = spark.createDataFrame(
+        rows, "date DATE, url_path STRING, status_code INT, request_time_ms INT, "
+        "upstream_response_time_ms INT",
+    ).withColumn("status_category", status_category(F.col("status_code")))  # fmt: skip
+    got = an.daily_latency(df, n=1, min_hits=3)
+    cols = (
+        "date DATE, scope STRING, status_category STRING, url_path STRING, rank INT, "
+        "requests BIGINT, p50_ms INT, p95_ms INT, p99_ms INT, max_ms INT, upstream_p95_ms INT"
+    )
+    want = spark.createDataFrame(
+        [
+            (D1, "status", "Success", None, None, 100, 50, 95, 99, 100, 94),
+            (D1, "status", "Server Error", None, None, 2, 1000, 3000, 3000, 3000, None),
+            (D1, "status", "All", None, None, 102, 51, 97, 1000, 3000, 94),
+            (D1, "path", None, "/a", 1, 100, 50, 95, 99, 100, 94),
+        ],
+        cols,
+    )
+    assertDataFrameEqual(got, want)

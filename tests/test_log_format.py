@@ -9,6 +9,7 @@ access_logs and the run and rejects tables.
 from __future__ import annotations
 
 import datetime as dt
+import math
 from pathlib import Path
 
 import pytest
@@ -334,3 +335,67 @@ def test_generated_ingress_nginx_logs_match_the_manifest(
         ("unparseable", "ingress-nginx"): kinds["truncated"] + kinds["garbage"],
         ("bad_timestamp", "ingress-nginx"): kinds["bad_timestamp"],
     }
+
+    # daily_latency: per day over all requests, against plain Python over the table's rows
+    from logberg.pipeline.analytics import AnalyticsConfig, analytics
+
+    analytics(spark, AnalyticsConfig())
+    times: dict[dt.date, list[int]] = {}
+    for r in spark.sql("SELECT date, request_time_ms AS t FROM nginx_logs.access_logs").collect():
+        times.setdefault(r.date, []).append(r.t)
+    want = {}
+    for day, ts in times.items():
+        ts.sort()
+        at = [ts[math.ceil(q * len(ts) - 1e-9) - 1] for q in (0.5, 0.95, 0.99)]
+        want[day] = (len(ts), *at, ts[-1])
+    got_latency = {
+        r.date: (r.requests, r.p50_ms, r.p95_ms, r.p99_ms, r.max_ms)
+        for r in spark.sql(
+            "SELECT * FROM nginx_logs.daily_latency WHERE status_category = 'All'"
+        ).collect()
+    }
+    assert got_latency == want
+    assert {str(d): n for d, (n, *_) in want.items()} == {
+        d: v["valid"] for d, v in manifest["days"].items() if v["valid"]
+    }
+    slow = spark.sql(
+        "SELECT date, COUNT(*) AS n, MIN(requests) AS hits FROM nginx_logs.daily_latency "
+        "WHERE scope = 'path' GROUP BY date"
+    ).collect()
+    assert slow and all(r.n <= 10 and r.hits >= 20 for r in slow)
+    # the report's latency section is those rows
+    from logberg.pipeline.report.data import ReportConfig, gather
+
+    data = gather(spark, ReportConfig())
+    assert data.latency == [
+        {"date": d.isoformat(), "requests": n, "p50": p50, "p95": p95, "p99": p99}
+        for d, (n, p50, p95, p99, _) in sorted(want.items())
+    ]
+
+
+@pytest.mark.integration
+def test_without_timing_daily_latency_is_empty_not_failing(
+    spark, fresh_namespace, tmp_path: Path
+) -> None:
+    from logberg.pipeline.analytics import AnalyticsConfig, analytics
+
+    write(tmp_path, [combined_line(n) for n in range(1, 4)])
+    batch.ingest(spark, IngestConfig(inputs=(tmp_path.as_uri(),)))
+    result = analytics(spark, AnalyticsConfig())
+    assert result.days == [T_UTC.date()]
+    assert spark.table("nginx_logs.daily_latency").count() == 0
+    assert spark.table("nginx_logs.daily_top_ips").count() == 3
+
+
+def test_the_cli_keeps_the_logging_format_apart_and_fails_fast(capsys) -> None:
+    from logberg import cli
+
+    a = cli.build_parser().parse_args(
+        ["--log-format", "json", "ingest", "--log-format", "ingress-nginx"]
+    )
+    assert (a.log_format, a.nginx_format) == ("json", "ingress-nginx")
+    assert cli.ingest_config(a).reading.log_format.name == "ingress-nginx"
+    assert cli.main(["ingest", "--log-format", "$remote_addr$status"]) == 2
+    assert "--log-format: $remote_addr and $status" in capsys.readouterr().err
+    assert cli.main(["ingest", "--client-ip", "x-forwarded-for"]) == 2
+    assert "--trusted-proxies" in capsys.readouterr().err

@@ -53,14 +53,22 @@ def test_hourly_splits_humans_and_bots(spark: SparkSession) -> None:
     assertDataFrameEqual(hourly(logs), expected, checkRowOrder=True)
 
 
-def test_latency_percentiles_when_the_table_has_a_request_time(spark: SparkSession) -> None:
+def test_latency_comes_from_daily_latency_over_all_requests(spark: SparkSession) -> None:
     d = dt.date(2025, 3, 3)
-    times = [(d, i / 100) for i in range(1, 101)] + [(d, None)]
-    logs = spark.createDataFrame(times, "date DATE, request_time DOUBLE")
-    assert latency(logs) == [{"date": "2025-03-03", "p50": 0.5, "p90": 0.9, "p99": 0.99}]
-    assert latency(logs.drop("request_time")) is None
-    html = page.latency(latency(logs))
-    assert "0.500s" in html and "0.990s" in html
+    rows = [
+        (d, "status", "All", None, 1200, 40, 950, 2100),
+        (d, "status", "Success", None, 1000, 35, 900, 2000),
+        (d, "path", None, "/slow", 30, 3000, 4000, 5000),
+    ]
+    daily = spark.createDataFrame(
+        rows, "date DATE, scope STRING, status_category STRING, url_path STRING, "
+        "requests BIGINT, p50_ms INT, p95_ms INT, p99_ms INT",
+    )  # fmt: skip
+    got = latency(daily)
+    assert got == [{"date": "2025-03-03", "requests": 1200, "p50": 40, "p95": 950, "p99": 2100}]
+    assert latency(daily.where("scope = 'path'")) is None
+    html = page.latency(got)
+    assert "950 ms" in html and "2,100 ms" in html and "1,200" in html
 
 
 def test_thinned_labels_never_overlap() -> None:
@@ -83,7 +91,7 @@ def test_an_empty_lakehouse_gives_no_data_in_every_section() -> None:
     assert len(sections) == 9
     for sid, body in sections:
         assert "no data" in body, sid
-    assert "request-time column" in html  # why latency has none
+    assert "$request_time" in html  # why latency has none
     assert not EXTERNAL.search(html)
 
 

@@ -214,6 +214,7 @@ def add_ingest_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--log-format",
+        dest="nginx_format",  # not the global --log-format (logging), which comes first
         default="combined",
         metavar="FORMAT",
         help="combined (default), main, ingress-nginx, json, or your nginx log_format as "
@@ -298,7 +299,7 @@ def ingest_config(a: argparse.Namespace, follow: FollowConfig | None = None) -> 
     from logberg.pipeline.logformat import ClientRule, Reading, compile_format
 
     reading = Reading(
-        compile_format(a.log_format), ClientRule.parse(a.client_ip, a.trusted_proxies)
+        compile_format(a.nginx_format), ClientRule.parse(a.client_ip, a.trusted_proxies)
     )
     return IngestConfig(
         reading=reading,
@@ -317,6 +318,13 @@ def add_analytics_options(p: argparse.ArgumentParser) -> None:
         "--exclude-bots",
         action="store_true",
         help="also build human-only *_humans variants of the top-IP tables",
+    )
+    p.add_argument(
+        "--latency-min-hits",
+        type=int,
+        default=20,
+        metavar="N",
+        help="daily_latency: timed requests a path needs in a day to rank as slow (default 20)",
     )
 
 
@@ -351,6 +359,7 @@ def analytics_config(a: argparse.Namespace) -> AnalyticsConfig:
         dates=tuple(getattr(a, "dates", None) or ()),
         exclude_bots=a.exclude_bots,
         full=getattr(a, "analytics_full", False),
+        latency_min_hits=a.latency_min_hits,
     )
 
 

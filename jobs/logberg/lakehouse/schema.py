@@ -259,6 +259,22 @@ WEEKLY_ANALYTICS = Table(
     "week_start_date",
     GOLD_PROPS,
 )
+# Latency where the log format carries $request_time (`--log-format`); exact percentiles
+# (percentile_disc: a value that occurred), in milliseconds.
+DAILY_LATENCY = Table(
+    "daily_latency",
+    cols(
+        "date DATE, scope STRING, status_category STRING, url_path STRING, rank INT, "
+        "requests BIGINT, p50_ms INT, p95_ms INT, p99_ms INT, max_ms INT, "
+        "upstream_p95_ms INT, processed_timestamp TIMESTAMP",
+        scope="status: per status class, and 'All'; path: the slowest paths by p95",
+        rank="path rows: 1..N by p95 desc, then url_path asc",
+        requests="requests with a request time",
+        upstream_p95_ms="p95 of upstream_response_time_ms (the sum over attempts)",
+    ),
+    "date",
+    GOLD_PROPS,
+)
 HUMAN_SUFFIX = "_humans"  # --exclude-bots: the top-IP tables without bot traffic
 DAILY_TOP_IPS_HUMANS = DAILY_TOP_IPS.renamed(DAILY_TOP_IPS.name + HUMAN_SUFFIX)
 WEEKLY_TOP_IPS_HUMANS = WEEKLY_TOP_IPS.renamed(WEEKLY_TOP_IPS.name + HUMAN_SUFFIX)
@@ -299,6 +315,7 @@ ALL_TABLES = (
     WEEKLY_ANALYTICS,
     DAILY_TOP_IPS_HUMANS,
     WEEKLY_TOP_IPS_HUMANS,
+    DAILY_LATENCY,
     ANALYTICS_RUNS,
     MAINTENANCE_RUNS,
 )

@@ -1,4 +1,4 @@
-"""`logberg analytics`: daily/weekly top IPs and devices, and weekly_analytics.
+"""`logberg analytics`: daily/weekly top IPs and devices, weekly_analytics and daily_latency.
 
 Incremental and exact: only the UTC days named by ingest runs this job has not yet covered
 (nginx_logs.ingest_runs, anti-joined with nginx_logs.analytics_runs), and the ISO weeks
@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from logberg.errors import ConfigError
@@ -22,6 +22,7 @@ from logberg.lakehouse import sql, tables
 from logberg.lakehouse.schema import (
     ACCESS_LOGS,
     ANALYTICS_RUNS,
+    DAILY_LATENCY,
     DAILY_TOP_DEVICES,
     DAILY_TOP_IPS,
     DAILY_TOP_IPS_HUMANS,
@@ -45,10 +46,13 @@ class AnalyticsConfig:
     dates: tuple[dt.date, ...] = ()
     exclude_bots: bool = False
     full: bool = False
+    latency_min_hits: int = 20  # a path's requests in a day before it can rank as slow
 
     def __post_init__(self) -> None:
         if self.top_n < 1:
             raise ConfigError(f"--top-n {self.top_n}: must be at least 1")
+        if self.latency_min_hits < 1:
+            raise ConfigError(f"--latency-min-hits {self.latency_min_hits}: must be at least 1")
 
 
 @dataclass(frozen=True)
@@ -166,6 +170,40 @@ def weekly_summary(logs: DataFrame) -> DataFrame:
     return output(out, WEEKLY_ANALYTICS)
 
 
+def latency_stats(timed: DataFrame, group: Sequence[str]) -> DataFrame:
+    def pct(q: float, column: str = "request_time_ms") -> Column:
+        return F.expr(f"percentile_disc({q}) WITHIN GROUP (ORDER BY {column})").cast("int")
+
+    return timed.groupBy(*group).agg(
+        F.count("*").alias("requests"),
+        pct(0.5).alias("p50_ms"),
+        pct(0.95).alias("p95_ms"),
+        pct(0.99).alias("p99_ms"),
+        F.max("request_time_ms").alias("max_ms"),
+        pct(0.95, "upstream_response_time_ms").alias("upstream_p95_ms"),
+    )
+
+
+def daily_latency(logs: DataFrame, n: int, min_hits: int) -> DataFrame:
+    """Request-time percentiles per day: per status class and over all ('All'), then the n
+    slowest paths by p95 among those with at least `min_hits` timed requests that day.
+    Rows without a request time (a format without $request_time) are left out, so such
+    days have no rows."""
+    timed = logs.where(F.col("request_time_ms").isNotNull())
+    status = latency_stats(timed, ["date", "status_category"])
+    overall = latency_stats(timed, ["date"]).withColumn("status_category", F.lit("All"))
+    by_status = status.unionByName(overall).select(
+        "*", F.lit("status").alias("scope"), F.lit(None).cast("string").alias("url_path"),
+        F.lit(None).cast("int").alias("rank"),
+    )  # fmt: skip
+    paths = latency_stats(timed.where(F.col("url_path").isNotNull()), ["date", "url_path"])
+    slow = top_n(paths.where(F.col("requests") >= min_hits), ["date"], "p95_ms", "url_path", n)
+    slow = slow.select(
+        "*", F.lit("path").alias("scope"), F.lit(None).cast("string").alias("status_category")
+    )
+    return output(by_status.unionByName(slow), DAILY_LATENCY)
+
+
 # ---- IO ----------------------------------------------------------------------------------
 
 GOLD = (DAILY_TOP_IPS, WEEKLY_TOP_IPS, DAILY_TOP_DEVICES, WEEKLY_TOP_DEVICES, WEEKLY_ANALYTICS)
@@ -208,7 +246,9 @@ def analytics(spark: SparkSession, cfg: AnalyticsConfig) -> AnalyticsResult:
     t0 = time.monotonic()
     started = dt.datetime.now(dt.timezone.utc)
     humans = (DAILY_TOP_IPS_HUMANS, WEEKLY_TOP_IPS_HUMANS) if cfg.exclude_bots else ()
-    tables.ensure(spark, (*INGEST_TABLES, *GOLD, *humans, ANALYTICS_RUNS), (ANALYTICS_RUNS,))
+    tables.ensure(
+        spark, (*INGEST_TABLES, *GOLD, DAILY_LATENCY, *humans, ANALYTICS_RUNS), (ANALYTICS_RUNS,)
+    )
     # The runs first, then the snapshot: a run's row is written after its data commit, so
     # the snapshot holds every pending run's rows. Every read below is of that one snapshot,
     # so an ingest committing meanwhile never shows up half in the tables.
@@ -243,6 +283,15 @@ def analytics(spark: SparkSession, cfg: AnalyticsConfig) -> AnalyticsResult:
             t = time.monotonic()
             _write(spark, df, table)
             steps[table.name] = round(time.monotonic() - t, 2)  # printed: the bench profiles
+        if "request_time_ms" in logs.columns:  # a table from before --log-format has none
+            t = time.monotonic()
+            latency = daily_latency(day_logs, cfg.top_n, cfg.latency_min_hits)
+            # replaces these days whole, even with nothing: a day re-ingested without timing
+            # keeps no stale rows
+            latency.withColumn("processed_timestamp", F.current_timestamp()).select(
+                *DAILY_LATENCY.names
+            ).writeTo(qualified(spark, DAILY_LATENCY)).overwrite(F.expr(sql.dates_in("date", days)))
+            steps[DAILY_LATENCY.name] = round(time.monotonic() - t, 2)
     duration = time.monotonic() - t0
     if days or run_ids:
         row = (

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from logberg.errors import ConfigError
 from logberg.lakehouse.schema import (
     ACCESS_LOGS,
+    DAILY_LATENCY,
     DAILY_TOP_DEVICES,
     DAILY_TOP_IPS,
     WEEKLY_ANALYTICS,
@@ -30,8 +31,6 @@ from logberg.pipeline.analytics import current_snapshot, read_at
 from logberg.pipeline.weeks import iso_week, week_start
 
 DEFAULT_DAYS = 28  # four ISO weeks, so week-over-week has something to compare
-# A latency column, when the table has one (nginx's $request_time, in seconds).
-LATENCY_COLUMNS = ("request_time", "upstream_response_time")
 
 
 @dataclass(frozen=True)
@@ -58,7 +57,8 @@ class ReportData:
     devices: dict[str, dict[str, float]] = field(default_factory=dict)  # date -> type -> share
     weeks: list[dict[str, Any]] = field(default_factory=list)  # weekly_analytics rows
     week_days: dict[str, int] = field(default_factory=dict)  # week start -> days with data
-    latency: list[dict[str, Any]] | None = None  # per day p50/p90/p99; None: no column
+    # daily_latency over all requests: per day requests, p50/p95/p99 ms; None: no timing
+    latency: list[dict[str, Any]] | None = None
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -87,7 +87,10 @@ def period(spark: SparkSession, cfg: ReportConfig, present: set[str]) -> tuple[d
 def gather(spark: SparkSession, cfg: ReportConfig) -> ReportData:
     present = set(existing(spark))
     since, until = period(spark, cfg, present)
-    tables = (ACCESS_LOGS, DAILY_TOP_IPS, WEEKLY_TOP_IPS, DAILY_TOP_DEVICES, WEEKLY_ANALYTICS)
+    tables = (
+        ACCESS_LOGS, DAILY_TOP_IPS, WEEKLY_TOP_IPS, DAILY_TOP_DEVICES, WEEKLY_ANALYTICS,
+        DAILY_LATENCY,
+    )  # fmt: skip
     snaps = {t.name: current_snapshot(spark, t) for t in tables if t.name in present}
     data = ReportData(
         since=since.isoformat(),
@@ -108,7 +111,8 @@ def gather(spark: SparkSession, cfg: ReportConfig) -> ReportData:
     )
     if (logs := table(ACCESS_LOGS)) is not None:
         data.hourly = _rows(hourly(logs.where(days)))
-        data.latency = latency(logs.where(days))
+    if (lat := table(DAILY_LATENCY)) is not None:
+        data.latency = latency(lat.where(days))
     if (ips := table(DAILY_TOP_IPS)) is not None:
         for r in _rows(ips.where(days).orderBy("date", "rank")):
             data.daily_ips.setdefault(r.pop("date"), []).append(_ip_row(r))
@@ -155,15 +159,15 @@ def hourly(logs: DataFrame) -> DataFrame:
     )
 
 
-def latency(logs: DataFrame) -> list[dict[str, Any]] | None:
-    """p50/p90/p99 per day of the first latency column the table has; None without one."""
-    column = next((c for c in LATENCY_COLUMNS if c in logs.columns), None)
-    if column is None:
-        return None
-    pct = F.percentile_approx(F.col(column), [0.5, 0.9, 0.99], 1000)
-    per_day = logs.where(F.col(column).isNotNull()).groupBy("date").agg(pct.alias("p"))
-    rows = per_day.orderBy("date").collect()
-    return [
-        {"date": r["date"].isoformat(), "p50": r["p"][0], "p90": r["p"][1], "p99": r["p"][2]}
-        for r in rows
-    ]
+def latency(daily: DataFrame) -> list[dict[str, Any]] | None:
+    """daily_latency's rows over all requests, per day; None when it has none (the log
+    format carries no $request_time)."""
+    overall = daily.where((F.col("scope") == "status") & (F.col("status_category") == "All"))
+    rows = _rows(
+        overall.select(
+            "date", "requests",
+            F.col("p50_ms").alias("p50"), F.col("p95_ms").alias("p95"),
+            F.col("p99_ms").alias("p99"),
+        ).orderBy("date")
+    )  # fmt: skip
+    return rows or None

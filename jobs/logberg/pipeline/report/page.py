@@ -227,17 +227,15 @@ def top_ips(per: dict[str, list[dict[str, Any]]], kind: str, title: Any) -> str:
 
 
 def latency(rows: list[dict[str, Any]] | None) -> str:
-    if rows is None:
-        return (
-            '<p class="nodata">no data: access_logs has no request-time column '
-            "(nginx's <code>$request_time</code> in the log format adds one)</p>"
-        )
     if not rows:
-        return NO_DATA
-    head = "<tr><th>Day</th><th>p50</th><th>p90</th><th>p99</th></tr>"
+        return (
+            '<p class="nodata">no data: no request times in this period (a log format with '
+            "nginx's <code>$request_time</code>, see <code>--log-format</code>, adds them)</p>"
+        )
+    head = "<tr><th>Day</th><th>Requests</th><th>p50</th><th>p95</th><th>p99</th></tr>"
     body = "".join(
-        f"<tr><td>{r['date']}</td><td>{r['p50']:.3f}s</td><td>{r['p90']:.3f}s</td>"
-        f"<td>{r['p99']:.3f}s</td></tr>"
+        f"<tr><td>{r['date']}</td><td>{r['requests']:,}</td><td>{r['p50']:,} ms</td>"
+        f"<td>{r['p95']:,} ms</td><td>{r['p99']:,} ms</td></tr>"
         for r in rows
     )
     return f'<div class="table-box"><table class="latency">{head}{body}</table></div>'
