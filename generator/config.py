@@ -13,7 +13,7 @@ from urllib.parse import unquote, urlparse
 
 from generator import __version__
 
-FORMATS = ("combined", "main", "ingress-nginx")
+FORMATS = ("combined", "main", "ingress-nginx", "json")
 APPS = ("nginx",)
 MAX_DAYS_PER_FILE = 366
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")

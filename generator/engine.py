@@ -14,7 +14,7 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
-from generator import __version__
+from generator import __version__, jsonlog
 from generator.clients import ClientPool, build_clients
 from generator.config import Config, Output
 from generator.ingress import Upstream
@@ -90,7 +90,13 @@ class LineMaker:
         self.clock = Clock(cfg.tz, cfg.tz_offset)
         self.tz = cfg.tz
         main = cfg.fmt == "main"
-        self.upstream = Upstream(cfg.fmt) if cfg.fmt == "ingress-nginx" else None
+        # ingress-nginx and json lines carry timing and upstream fields (`Upstream`); json
+        # lines are ingress-nginx lines rewritten as JSON at the end (`jsonlog`).
+        self.json = cfg.fmt == "json"
+        # json, per chunk: truncated lines (as ingress lines, before the cut), garbage lines
+        self.cut: dict[int, str] = {}
+        self.garbage: set[int] = set()
+        self.upstream = Upstream() if cfg.fmt in ("ingress-nginx", "json") else None
         self.heads = [f"{ip} - {u} [" for ip, u in zip(pool.ips, pool.users, strict=True)]
         self.tails = [
             f'{a.ua}" "{x}"\n' if main else f'{a.ua}" ' if self.upstream else f'{a.ua}"\n'
@@ -122,6 +128,7 @@ class LineMaker:
         if up is not None:
             lines = up.append(rng, lines, mids)
         end = base + len(secs)
+        self.cut, self.garbage = {}, set()
         while odd.next < end or bad.next < end:
             if bad.next <= odd.next:
                 j = bad.next - base
@@ -141,7 +148,26 @@ class LineMaker:
                 cl[j] = odd_key(cl[j])
         if up is not None:
             up.count(cl, res)
+        if self.json:
+            assert up is not None
+            lines = self.as_json(rng, lines, cl, up.values)
         return "".join(lines).encode()
+
+    def as_json(
+        self, rng: random.Random, lines: list[str], cl: list[int], values: list[tuple[str, ...]]
+    ) -> list[str]:
+        """The chunk as JSON lines; garbage stays garbage, a truncated line is its JSON cut
+        before the closing brace."""
+        out = []
+        for j, text in enumerate(lines):
+            if j in self.cut:
+                js = jsonlog.line(self.cut[j], values[j])
+                out.append(js[: rng.randint(len('{"time_local":"') + 1, len(js) - 3)] + "\n")
+            elif j in self.garbage:
+                out.append(text)
+            else:
+                out.append(jsonlog.line(text, values[j]))
+        return out
 
     def _malformed(
         self,
@@ -154,7 +180,9 @@ class LineMaker:
     ) -> None:
         kind = rng.choices(MALFORMED_KINDS, weights=_MALFORMED_WEIGHTS)[0]
         suffix = "" if self.upstream is None else self.upstream.suffixes[j]
-        if kind == "truncated":
+        if kind == "truncated" and self.json:
+            self.cut[j] = lines[j]
+        elif kind == "truncated":
             line = lines[j]
             ua_close = len(line) - self.after_ua[c] - len(suffix)
             lines[j] = truncate(rng, line, len(self.pool.ips[c]), ua_close) + "\n"
@@ -163,6 +191,7 @@ class LineMaker:
             lines[j] = f"{self.heads[c]}{stamp}{mid}{self.tails[c]}{suffix}"
         else:
             lines[j] = garbage(rng) + "\n"
+            self.garbage.add(j)
         res.malformed[kind] += 1
 
 

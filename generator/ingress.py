@@ -37,10 +37,12 @@ def seconds(ms: int) -> str:
 class Upstream:
     """Per-chunk suffixes and their timing; `append` starts a chunk."""
 
-    def __init__(self, fmt: str) -> None:
-        assert fmt == "ingress-nginx"
+    def __init__(self) -> None:
         self.suffixes: list[str] = []
         self.timing: list[tuple[int, int, int]] = []  # request ms, upstream ms, attempts
+        # per line: request_length, request_time, upstream name, addr, response length,
+        # response time, status, request id (as written)
+        self.values: list[tuple[str, ...]] = []
 
     @staticmethod
     def empty() -> dict[str, int]:
@@ -48,7 +50,7 @@ class Upstream:
 
     def append(self, rng: random.Random, lines: list[str], mids: list[str]) -> list[str]:
         """The chunk's lines with their suffixes (the lines end after the agent's quote)."""
-        self.suffixes, self.timing = [], []
+        self.suffixes, self.timing, self.values = [], [], []
         for mid in mids:
             rest = mid[mid.index('"', 3) + 2 :]  # after the request: 'status bytes "ref" "'
             status, size, _ = rest.split(" ", 2)
@@ -60,30 +62,49 @@ class Upstream:
         total = min(60_000, int(rng.lognormvariate(math.log(35), 1.0)))
         rid = f"{rng.getrandbits(128):032x}"
         if status in NO_UPSTREAM:
-            self.timing.append((total, -1, 0))
-            return f"{length} {seconds(total)} [] [] - - - - {rid}\n"
+            return self.fields(str(length), total, "", "-", "-", "-", "-", rid, (-1, 0))
         body = "0" if size == "-" else size
         if rng.random() < RETRY_RATE:
             first, second = rng.sample(ENDPOINTS, 2)
             t1, t2 = rng.randint(1, 30), max(0, total - 1)
             total = t1 + t2 + rng.randint(0, 2)
-            self.timing.append((total, t1 + t2, 2))
-            return (
-                f"{length} {seconds(total)} [{UPSTREAM}] [] {first}, {second} 0, {body} "
-                f"{seconds(t1)}, {seconds(t2)} 502, {status} {rid}\n"
-            )
-        up = max(0, total - rng.randint(0, 2))
-        self.timing.append((total, up, 1))
+            up = f"{seconds(t1)}, {seconds(t2)}"
+            return self.fields(
+                str(length), total, UPSTREAM, f"{first}, {second}", f"0, {body}", up,
+                f"502, {status}", rid, (t1 + t2, 2),
+            )  # fmt: skip
+        t = max(0, total - rng.randint(0, 2))
         addr = rng.choice(ENDPOINTS)
-        timed = f"{addr} {body} {seconds(up)} {status}"
-        return f"{length} {seconds(total)} [{UPSTREAM}] [] {timed} {rid}\n"
+        return self.fields(
+            str(length), total, UPSTREAM, addr, body, seconds(t), status, rid, (t, 1)
+        )
+
+    def fields(
+        self,
+        length: str,
+        total: int,
+        name: str,
+        addr: str,
+        rlen: str,
+        urt: str,
+        ustatus: str,
+        rid: str,
+        up: tuple[int, int],
+    ) -> str:
+        """Record one line's values (`self.values`, its timing) and render its suffix."""
+        self.timing.append((total, *up))
+        self.values.append((length, seconds(total), name, addr, rlen, urt, ustatus, rid))
+        return f"{length} {seconds(total)} [{name}] [] {addr} {rlen} {urt} {ustatus} {rid}\n"
 
     def odd_tail(self, rng: random.Random, j: int, status: str) -> str:
         """The rest of an odd line (nginx answered a junk request itself) at index j."""
         length = rng.randint(0, 300)
         total = rng.randint(0, 5)
+        rid = f"{rng.getrandbits(128):032x}"
         self.timing[j] = (total, -1, 0)
-        return f' "-" "-" {length} {seconds(total)} [] [] - - - - {rng.getrandbits(128):032x}\n'
+        self.values[j] = (str(length), seconds(total), "", "-", "-", "-", "-", rid)
+        self.suffixes[j] = f"{length} {seconds(total)} [] [] - - - - {rid}\n"
+        return f' "-" "-" {self.suffixes[j]}'
 
     def count(self, keys: list[int], res: object) -> None:
         """Add the chunk's valid lines' timing to `res.timing`."""

@@ -451,7 +451,7 @@ def test_a_failed_run_leaves_no_manifest(
         ["--lines-per-file", "0"],
         ["--lines-per-file", "ten"],
         ["--clients", "0"],
-        ["--format", "json"],
+        ["--format", "apache"],
         ["--app", "apache"],
         ["--tz", "UTC"],
         ["--tz", "+2500"],

@@ -16,6 +16,7 @@ import pytest
 from pyspark.sql import Row, SparkSession
 
 from logberg.errors import ConfigError
+from logberg.lakehouse.schema import ACCESS_LOGS
 from logberg.pipeline.ingest import batch
 from logberg.pipeline.ingest.config import IngestConfig
 from logberg.pipeline.ingest.reader import read_parsed
@@ -251,12 +252,8 @@ def test_a_combined_table_gains_the_new_columns_and_keeps_its_rows(
     old.mkdir()
     write(old, [combined_line(n) for n in range(1, 4)])
     batch.ingest(spark, IngestConfig(inputs=(old.as_uri(),)))
-    # a table as a logberg before --log-format made it: without the format's columns
-    spark.sql(
-        "ALTER TABLE nginx_logs.access_logs DROP COLUMNS (request_time_ms, "
-        "upstream_response_time_ms, upstream_attempts, request_length, upstream_addr, "
-        "upstream_status, host, request_id, remote_addr)"
-    )
+    # combined logs leave the table as it always was: no format columns
+    assert spark.table("nginx_logs.access_logs").columns == ACCESS_LOGS.names
     before = spark.table("nginx_logs.access_logs").orderBy("event_id").collect()
 
     new = tmp_path / "new"
@@ -270,7 +267,13 @@ def test_a_combined_table_gains_the_new_columns_and_keeps_its_rows(
     assert (result.accepted, result.rejected) == (2, 1)
 
     table = spark.table("nginx_logs.access_logs")
-    assert {"request_time_ms", "upstream_attempts", "proxy_upstream_name"} <= set(table.columns)
+    assert table.columns[: len(ACCESS_LOGS.names)] == ACCESS_LOGS.names  # added at the end
+    gained = table.columns[len(ACCESS_LOGS.names) :]
+    assert gained == [
+        "request_time_ms", "upstream_response_time_ms", "upstream_attempts", "request_length",
+        "upstream_addr", "upstream_status", "request_id",  # what upstreaminfo carries
+        "proxy_upstream_name", "proxy_alternative_upstream_name", "upstream_response_length",
+    ]  # fmt: skip
     old_rows = table.where("source_file LIKE '%/old/%'").orderBy("event_id")
     assert old_rows.select(*before[0].__fields__).collect() == before  # unchanged
     assert (
@@ -298,17 +301,17 @@ def test_a_combined_table_gains_the_new_columns_and_keeps_its_rows(
 
 
 @pytest.mark.integration
-def test_generated_ingress_nginx_logs_match_the_manifest(
-    spark, fresh_namespace, tmp_path: Path
+@pytest.mark.parametrize("preset", ["ingress-nginx", "json"])
+def test_generated_logs_of_a_preset_match_the_manifest(
+    spark, fresh_namespace, tmp_path: Path, preset: str
 ) -> None:
-    """The generator's ingress-nginx files, ingested with the preset: rows per day, rejects
-    by kind and the timing sums equal the manifest's ground truth."""
+    """The generator's files of a preset, ingested with it: rows per day, rejects by kind
+    and the timing sums equal the manifest's ground truth; then daily_latency and the
+    report's latency section against plain Python over the table's rows."""
     from tests.test_ingest import counts, expected, generate
 
-    manifest = generate(tmp_path, 31, "--format", "ingress-nginx", "--malformed-rate", "0.01")
-    cfg = IngestConfig(
-        inputs=(tmp_path.as_uri(),), reading=Reading(compile_format("ingress-nginx"))
-    )
+    manifest = generate(tmp_path, 31, "--format", preset, "--malformed-rate", "0.01")
+    cfg = IngestConfig(inputs=(tmp_path.as_uri(),), reading=Reading(compile_format(preset)))
     batch.ingest(spark, cfg)
     assert counts(spark, manifest) == expected(manifest)
     timing = manifest["totals"]["timing"]
@@ -322,9 +325,13 @@ def test_generated_ingress_nginx_logs_match_the_manifest(
         "FROM nginx_logs.access_logs"
     ).collect()[0]
     assert got.asDict() == timing
+    # every line has its id; an upstream name exactly where nginx proxied (ingress-nginx),
+    # and a host on every line (json, whose format has $host)
+    named = "proxy_upstream_name IS NULL" if preset == "ingress-nginx" else "upstream_addr IS NULL"
+    hostless = "host IS NULL" if preset == "json" else "FALSE"
     (n,) = spark.sql(
         "SELECT COUNT(*) FROM nginx_logs.access_logs WHERE request_id IS NULL "
-        "OR proxy_upstream_name IS NULL AND upstream_addr IS NOT NULL"
+        f"OR ({named}) <> (upstream_addr IS NULL) OR {hostless}"
     ).collect()[0]
     assert n == 0
     rejects = spark.sql(
@@ -332,8 +339,8 @@ def test_generated_ingress_nginx_logs_match_the_manifest(
     ).collect()
     kinds = manifest["totals"]["malformed"]
     assert {(r.reason, r.log_format): r.n for r in rejects} == {
-        ("unparseable", "ingress-nginx"): kinds["truncated"] + kinds["garbage"],
-        ("bad_timestamp", "ingress-nginx"): kinds["bad_timestamp"],
+        ("unparseable", preset): kinds["truncated"] + kinds["garbage"],
+        ("bad_timestamp", preset): kinds["bad_timestamp"],
     }
 
     # daily_latency: per day over all requests, against plain Python over the table's rows

@@ -153,14 +153,9 @@ ACCESS_LOGS = Table(
         "forwarded_for STRING, device_type STRING, browser STRING, os STRING, "
         "is_bot BOOLEAN, file_extension STRING, year INT, month INT, day INT, "
         "week_year INT, week_of_year INT, source_file STRING, line_number BIGINT, "
-        "processed_timestamp TIMESTAMP, request_time_ms INT, upstream_response_time_ms INT, "
-        "upstream_attempts INT, request_length BIGINT, upstream_addr STRING, "
-        "upstream_status STRING, host STRING, request_id STRING, remote_addr STRING",
+        "processed_timestamp TIMESTAMP",
         event_id="deterministic: hash(source_file)-line_number",
         ip_address="the client: $remote_addr, or from X-Forwarded-For (--client-ip)",
-        upstream_response_time_ms="sum over the upstream attempts",
-        upstream_attempts="entries in $upstream_response_time (retries, redirects)",
-        remote_addr="the peer ($remote_addr) when the client came from X-Forwarded-For",
         timestamp="UTC, converted from the line's offset",
         date="UTC date",
         request="raw request field",
@@ -177,6 +172,18 @@ ACCESS_LOGS = Table(
     },
 )
 ACCESS_SORT = "date, hour, timestamp"
+# Columns only some log formats fill (`--log-format`, `--client-ip`): access_logs gains each
+# (Iceberg schema evolution, nullable, at the end) the first time a format that fills it is
+# ingested, so a table of combined logs keeps the columns, and the write cost, it always had.
+# A variable logberg does not know is added the same way, as a STRING column.
+FORMAT_COLUMNS = cols(
+    "request_time_ms INT, upstream_response_time_ms INT, upstream_attempts INT, "
+    "request_length BIGINT, upstream_addr STRING, upstream_status STRING, host STRING, "
+    "request_id STRING, remote_addr STRING",
+    upstream_response_time_ms="sum over the upstream attempts",
+    upstream_attempts="entries in $upstream_response_time (retries, redirects)",
+    remote_addr="the peer ($remote_addr) when the client came from X-Forwarded-For",
+)
 
 REJECTS = Table(
     "access_logs_rejects",

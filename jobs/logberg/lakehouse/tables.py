@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from pyspark.sql import SparkSession
 
 from logberg.lakehouse import sql
-from logberg.lakehouse.schema import DATABASE, Table, properties_sql
+from logberg.lakehouse.schema import DATABASE, Column, Table, properties_sql
 from logberg.lakehouse.session import CATALOG
 
 # Iceberg commit conflicts, as they surface through Py4J / Spark's error conversion.
@@ -51,14 +52,14 @@ def upgrade(spark: SparkSession, table: Table) -> None:
         spark.sql(f"ALTER TABLE {qualified(spark, table)} WRITE UNORDERED")
 
 
-def add_string_columns(spark: SparkSession, table: Table, names: Iterable[str]) -> list[str]:
-    """Add these nullable STRING columns where missing (schema evolution); returns every
-    column of the live table beyond `table`'s definition, in table order."""
+def add_columns(spark: SparkSession, table: Table, columns: Iterable[Column]) -> list[str]:
+    """Add these nullable columns where missing (schema evolution: at the end, no rewrite);
+    returns every column of the live table beyond `table`'s definition, in table order."""
     have = spark.table(qualified(spark, table)).columns
-    missing = [n for n in dict.fromkeys(names) if n not in have]
+    missing = {c.name: c for c in columns if c.name not in have}
     if missing:
-        cols = ", ".join(f"{sql.identifier(n)} STRING" for n in missing)
-        spark.sql(f"ALTER TABLE {table} ADD COLUMNS ({cols})")
+        ddl = ", ".join(replace(c, name=sql.identifier(c.name)).ddl() for c in missing.values())
+        spark.sql(f"ALTER TABLE {table} ADD COLUMNS ({ddl})")
         have = [*have, *missing]
     known = set(table.names)
     return [c for c in have if c not in known]

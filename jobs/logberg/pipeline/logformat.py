@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass, field
 
 from logberg.errors import ConfigError
+from logberg.lakehouse.schema import FORMAT_COLUMNS, Column
 
 COMBINED = (
     '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent '
@@ -348,6 +349,18 @@ class Reading:
 
     log_format: LogFormat = field(default_factory=lambda: compile_format(DEFAULT_FORMAT))
     client: ClientRule = field(default_factory=ClientRule)
+
+    def columns(self) -> list[Column]:
+        """The access_logs columns beyond the base ones that this reading fills: the format
+        columns of its variables (and the peer, with the client from X-Forwarded-For), then
+        its unknown variables as STRING."""
+        fills = set(self.log_format.columns)
+        if "upstream_response_time_ms" in fills:
+            fills.add("upstream_attempts")
+        if self.client.source != "remote_addr":
+            fills.add("remote_addr")
+        known = [c for c in FORMAT_COLUMNS if c.name in fills]
+        return [*known, *(Column(name, "STRING") for name in self.log_format.extras)]
 
     def options(self) -> dict[str, str]:
         """The options of dev.logberg.LogLines for this reading."""

@@ -125,8 +125,9 @@ def to_access_rows(
     extras: Sequence[str] = (),
 ) -> DataFrame:
     """Parsed lines (with source_file and line_number) -> the access_logs rows of the good
-    ones, in the table's column order; then `extras`, the STRING columns of log_format
-    variables logberg does not know (NULL where these lines' format has none)."""
+    ones, in the table's column order; then `extras`, the columns the table gained from log
+    formats (`FORMAT_COLUMNS`, typed, and unknown variables, STRING), NULL where these
+    lines' format has none."""
     ok = parsed.where(F.col("reject_reason").isNull())
     rows = enrich(ok, agents).withColumn("processed_timestamp", processed_at)
     rows = rows.withColumn("event_id", event_id(F.col("source_file"), F.col("line_number")))

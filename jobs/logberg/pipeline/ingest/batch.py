@@ -119,8 +119,8 @@ def ingest_batch(
 
     `expected`: files the ledger already lists (changed files, --full): their earlier rows
     are expected; rows of any other file were committed by another writer. `reading`: the
-    log format and client rule; `extras`: access_logs' columns beyond ACCESS_LOGS (unknown
-    log_format variables, `tables.add_string_columns`).
+    log format and client rule; `extras`: access_logs' columns beyond ACCESS_LOGS (format
+    columns and unknown log_format variables, `tables.add_columns`).
     """
     uris = [f.uri for f in batch]
     res = BatchResult(files=len(batch), bytes=sum(f.size for f in batch))
@@ -202,7 +202,7 @@ def run_batches(
         state = ledger_state(spark, [f.uri for f in files] if ledger_of_these_only else None)
     todo, changed = plan(files, state, cfg.full, run_id)
     total = BatchResult()
-    extras = tables.add_string_columns(spark, ACCESS_LOGS, cfg.reading.log_format.extras)
+    extras = tables.add_columns(spark, ACCESS_LOGS, cfg.reading.columns())
     for part in batches(todo, cfg.max_bytes_per_commit):
         expected = frozenset(f.uri for f in part if f.uri in state)
         for attempt in range(MAX_BATCH_ATTEMPTS):
