@@ -18,7 +18,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from logberg.errors import ConfigError
-from logberg.lakehouse.schema import ACCESS_LOGS
+from logberg.lakehouse.schema import ACCESS_LOGS, FORMAT_COLUMNS
 from logberg.pipeline.devices import classify_device
 from logberg.pipeline.weeks import iso_week
 
@@ -131,8 +131,11 @@ def to_access_rows(
     ok = parsed.where(F.col("reject_reason").isNull())
     rows = enrich(ok, agents).withColumn("processed_timestamp", processed_at)
     rows = rows.withColumn("event_id", event_id(F.col("source_file"), F.col("line_number")))
-    have = set(parsed.columns)
-    tail = [F.col(c) if c in have else F.lit(None).cast("string").alias(c) for c in extras]
+    have = set(parsed.columns)  # a combined read has no format columns
+    types = {c.name: c.type for c in FORMAT_COLUMNS}
+    tail = [
+        F.col(c) if c in have else F.lit(None).cast(types.get(c, "string")).alias(c) for c in extras
+    ]
     return rows.select(*ACCESS_LOGS.names, *tail)
 
 

@@ -21,7 +21,9 @@ public enum Field {
   QUERY_STRING("query_string", "STRING"),
   PROTOCOL("protocol", "STRING"),
   FILE_EXTENSION("file_extension", "STRING"),
-  // Only what a log_format other than combined carries (LogFormat); null otherwise.
+  REJECT_REASON("reject_reason", "STRING"),
+  // Only what a log_format other than combined carries (LogFormat), or the client rule
+  // (ClientAddress); the source leaves them out of its rows otherwise (LogLines).
   REQUEST_TIME_MS("request_time_ms", "INT"),
   UPSTREAM_RESPONSE_TIME_MS("upstream_response_time_ms", "INT"),
   UPSTREAM_ATTEMPTS("upstream_attempts", "INT"),
@@ -30,8 +32,10 @@ public enum Field {
   UPSTREAM_STATUS("upstream_status", "STRING"),
   HOST("host", "STRING"),
   REQUEST_ID("request_id", "STRING"),
-  REMOTE_ADDR("remote_addr", "STRING"),
-  REJECT_REASON("reject_reason", "STRING");
+  REMOTE_ADDR("remote_addr", "STRING");
+
+  /** The fields every line has: up to reject_reason. */
+  static final int BASE = REJECT_REASON.ordinal() + 1;
 
   /** The column name. */
   public final String column;

@@ -62,17 +62,21 @@ public final class LogLines implements TableProvider {
   /** Where the parsed fields start in {@link #SCHEMA}. */
   private static final int FIELDS = 3;
 
-  public static final StructType SCHEMA = schema(new String[0]);
+  public static final StructType SCHEMA = schema(Field.values().length, new String[0]);
 
-  /** The columns, with a STRING column per variable of {@code extras} at the end. */
-  private static StructType schema(String[] extras) {
+  /**
+   * The columns: the first {@code fields} {@link Field}s (all, or {@link Field#BASE} when
+   * lines are read as combined with the client from $remote_addr), then a STRING column per
+   * variable of {@code extras}.
+   */
+  private static StructType schema(int fields, String[] extras) {
     StructType s =
         new StructType()
             .add("source_file", "string", false)
             .add("line_number", "bigint", false)
             .add("value", "string", true);
     for (Field f : Field.values()) {
-      s = s.add(f.column, DataType.fromDDL(f.type), true);
+      if (f.ordinal() < fields) s = s.add(f.column, DataType.fromDDL(f.type), true);
     }
     for (String x : extras) s = s.add(x, "string", true);
     return s;
@@ -81,7 +85,14 @@ public final class LogLines implements TableProvider {
   @Override
   public StructType inferSchema(CaseInsensitiveStringMap options) {
     final String format = options.get("format");
-    return format == null ? SCHEMA : schema(new LogFormat(format).extras);
+    if (format == null) return schema(fieldCount(options), new String[0]);
+    return schema(Field.values().length, new LogFormat(format).extras);
+  }
+
+  /** Every field with a format or a client rule; else the base ones (combined's fast path). */
+  private static int fieldCount(Map<String, String> options) {
+    final boolean narrow = options.get("format") == null && options.get("client") == null;
+    return narrow ? Field.BASE : Field.values().length;
   }
 
   @Override
@@ -187,7 +198,7 @@ public final class LogLines implements TableProvider {
     @Override
     public PartitionReaderFactory createReaderFactory() {
       final Configuration conf = SparkSession.active().sessionState().newHadoopConf();
-      return new Readers(new HadoopConf(conf), rejects, settings);
+      return new Readers(new HadoopConf(conf), rejects, settings, schema);
     }
   }
 
@@ -226,17 +237,19 @@ public final class LogLines implements TableProvider {
     private final HadoopConf conf;
     private final RejectCollector rejects;
     private final Settings settings;
+    private final int width;
 
-    Readers(HadoopConf conf, RejectCollector rejects, Settings settings) {
+    Readers(HadoopConf conf, RejectCollector rejects, Settings settings, StructType schema) {
       this.conf = conf;
       this.rejects = rejects;
       this.settings = settings;
+      this.width = schema.length() - FIELDS - (settings.format == null ? 0 : settings.format.extras.length);
     }
 
     @Override
     public PartitionReader<InternalRow> createReader(InputPartition part) {
       try {
-        return new Reader(((FilePart) part).uri, conf.conf, rejects, settings);
+        return new Reader(((FilePart) part).uri, conf.conf, rejects, settings, width);
       } catch (IOException e) {
         throw new java.io.UncheckedIOException(e);
       }
@@ -252,19 +265,21 @@ public final class LogLines implements TableProvider {
     private final LineScan scan = new LineScan();
     private final LogFormat format;
     private final int extras; // where the extras' columns start
+    private final int width; // the Fields in a row: all, or Field.BASE
     private final UnsafeRowWriter row;
     private byte[] buf = new byte[1 << 20];
     private int pos, lim;
     private boolean eof;
     private long lineNumber;
 
-    Reader(String uri, Configuration conf, RejectCollector rejects, Settings settings)
+    Reader(String uri, Configuration conf, RejectCollector rejects, Settings settings, int width)
         throws IOException {
       this.uri = uri;
       this.format = settings.format;
       final int n = format == null ? 0 : format.extras.length;
-      this.extras = SCHEMA.length();
-      this.row = new UnsafeRowWriter(SCHEMA.length() + n, 512);
+      this.width = width;
+      this.extras = FIELDS + width;
+      this.row = new UnsafeRowWriter(FIELDS + width + n, 512);
       scan.extras(n);
       scan.client = settings.client;
       this.file = uri.getBytes(StandardCharsets.UTF_8);
@@ -396,6 +411,7 @@ public final class LogLines implements TableProvider {
 
     @Override
     public void text(Field f, byte[] b, int from, int to) {
+      if (f.ordinal() >= width) return;
       if (from < 0) row.setNullAt(FIELDS + f.ordinal());
       else row.write(FIELDS + f.ordinal(), b, from, to - from);
     }
@@ -407,11 +423,13 @@ public final class LogLines implements TableProvider {
 
     @Override
     public void integer(Field f, int value) {
+      if (f.ordinal() >= width) return;
       row.write(FIELDS + f.ordinal(), value);
     }
 
     @Override
     public void bigint(Field f, long value) {
+      if (f.ordinal() >= width) return;
       row.write(FIELDS + f.ordinal(), value);
     }
 
@@ -422,7 +440,7 @@ public final class LogLines implements TableProvider {
 
     @Override
     public void setNull(Field f) {
-      row.setNullAt(FIELDS + f.ordinal());
+      if (f.ordinal() < width) row.setNullAt(FIELDS + f.ordinal());
     }
 
     @Override
