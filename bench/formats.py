@@ -59,10 +59,8 @@ def class_archives(lh: Lakehouse, old: dict[str, str]) -> None:
         subprocess.run(cmd, env=env, check=True, cwd=REPO, capture_output=True)
 
 
-def bench_formats(
-    lh: Lakehouse, combined: Dataset, ingress: Dataset, check: Any, check_tables: Any
-) -> dict[str, Any]:
-    from bench.run import log, median, ratio
+def bench_formats(lh: Lakehouse, combined: Dataset, ingress: Dataset) -> dict[str, Any]:
+    from bench.run import check_ingest, check_tables, log, median, ratio
 
     tree = before_tree()
     old = before_env(lh, tree)
@@ -79,7 +77,7 @@ def bench_formats(
             lh.reset()
             r, s = lh.ingest(ds.uri, *extra, env=env)
             what = f"formats {name} run {i + 1}"
-            check(what, s, ds.valid, ds.malformed)
+            check_ingest(what, s, ds.valid, ds.malformed)
             check_tables(lh, what, ds.valid, ds.malformed)
             walls[name].append(r.wall_s)
             peaks[name].append(r.peak_tree_rss_mb)

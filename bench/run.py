@@ -634,9 +634,7 @@ def main() -> int:
             if "formats" not in SKIP:
                 from bench.formats import bench_formats
 
-                res["formats"] = bench_formats(
-                    lh, ds["lines_5m"], ds["lines_5m_ingress"], check_ingest, check_tables
-                )
+                res["formats"] = bench_formats(lh, ds["lines_5m"], ds["lines_5m_ingress"])
             lh.reset()
     except BaseException as e:  # reported after the cleanup below; exit status 1
         failed = e
