@@ -1,13 +1,14 @@
 # ruff: noqa: E501  (a data table: one UA per line)
 """The user-agent pool, each UA labelled with its device class.
 
-Labels follow the ingest classifier's rules exactly, first match wins:
-  bot     any crawler/bot/spider (also Googlebot smartphone), curl, python-requests, wget,
-          monitoring;
-  tablet  iPad, Android without "Mobile", Kindle, Silk;
-  mobile  iPhone, iPod, Android with "Mobile", Windows Phone;
+Labels are what ingest's classifier says (ua-parser's families under logberg's rules,
+jobs/logberg/java/dev/logberg/agents.rules; tests/test_devices.py checks every one):
+  bot     crawlers (also Googlebot smartphone), feed readers, monitors, HTTP libraries and
+          tools (curl, python-requests, wget), scanners;
+  tablet  iPad, Android browsers without "Mobile", Kindle;
+  mobile  iPhone, Android with "Mobile", native apps (okhttp), Windows Phone;
   desktop Windows / Macintosh / X11 Linux / CrOS browsers;
-  other   everything else (HTTP libraries, scanners, an empty UA).
+  other   everything else (a bare "Mozilla", exploit probes, an empty UA).
 
 `ua` is the text as nginx writes it in the log, so a `"` inside a UA appears as `\\x22`.
 `weight` is the agent's relative share among the clients of its device class; `role` says
@@ -150,8 +151,8 @@ AGENTS: tuple[Agent, ...] = (
     A(f"{_M}+(compatible; UptimeRobot/2.0; http://www.uptimerobot.com/)", B, "UptimeRobot", "Other", True, 1.0, "monitor"),
     A("Pingdom.com_bot_version_1.4_(http://www.pingdom.com/)", B, "Pingdom", "Other", True, 0.5, "monitor"),
     A(f"Better Uptime Bot {_M} {_WIN} {_KH} Chrome/109.0.0.0 {_S}", B, "Better Uptime Bot", "Windows", True, 0.3, "monitor"),
-    # other: HTTP libraries and app clients
-    A("okhttp/4.12.0", B, "okhttp", "Other", True, 1.5, "api"),
+    # HTTP libraries are bots; an Android app's okhttp client is the phone it runs on
+    A("okhttp/4.12.0", P, "okhttp", "Android", False, 1.5, "api"),
     A("Apache-HttpClient/4.5.14 (Java/17.0.9)", B, "Apache-HttpClient", "Other", True, 0.5, "api"),
     A("PostmanRuntime/7.42.0", B, "PostmanRuntime", "Other", True, 0.5, "api"),
     A("axios/1.7.7", B, "axios", "Other", True, 0.5, "api"),

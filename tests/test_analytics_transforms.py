@@ -169,6 +169,7 @@ def test_daily_latency_exact_percentiles_slow_paths_and_untimed_rows(spark: Spar
     """percentile_disc: the first value whose cumulative share reaches q, so every figure
     is a time that occurred. Rows without a request time are left out; a path with fewer
     than min_hits timed requests never ranks."""
+    rows: list[tuple[dt.date, str, int, int | None, int | None]]
     rows = [(D1, "/a", 200, t, t - 1) for t in range(1, 101)]  # 1..100 ms
     rows += [(D1, "/b", 500, 1000, None), (D1, "/b", 502, 3000, None)]  # few hits: no rank
     rows += [(D1, "/c", 404, None, None)] * 5  # untimed

@@ -7,9 +7,10 @@ from collections import Counter
 
 from generator.agents import AGENTS, DEVICE_TYPES, ROLES
 
-# Automated clients (HTTP libraries, scanners, link-preview fetchers) count as bots too.
+# Automated clients (HTTP libraries, scanners, link-preview fetchers) count as bots too;
+# okhttp is an Android app's client: the phone.
 BOT = re.compile(
-    r"bot|crawl|spider|curl/|python-requests|wget|uptime|pingdom|okhttp|httpclient|postman"
+    r"bot|crawl|spider|curl/|python-requests|wget|uptime|pingdom|httpclient|postman"
     r"|axios/|node-fetch|whatsapp|go-http-client|zgrab|nmap|censys|masscan|java/",
     re.I,
 )
@@ -24,6 +25,8 @@ def rule_label(ua: str) -> str:
     if "ipad" in u or "kindle" in u or "silk/" in u or (android and "mobile" not in u):
         return "tablet"
     if "iphone" in u or "ipod" in u or (android and "mobile" in u) or "windows phone" in u:
+        return "mobile"
+    if u.startswith("okhttp/"):
         return "mobile"
     if re.search(r"windows|macintosh|x11|cros", u):
         return "desktop"

@@ -20,7 +20,8 @@ import pytest
 import tomllib
 
 from logberg.platform.build import images
-from logberg.platform.settings import java_home
+from logberg.platform.runtime import agent_jars
+from logberg.platform.settings import LocalSettings, java_home
 
 pytestmark = pytest.mark.static
 
@@ -201,7 +202,7 @@ def test_image_jars_are_the_local_paths_jars() -> None:
 
     groups = jars.groups(pins())
     spark = _pom_coordinates(IMAGES / "spark" / "pom.xml", SPARK)
-    assert spark == set(groups["spark"] + groups["s3"] + groups["jdbc"])
+    assert spark == set(groups["spark"] + groups["s3"] + groups["jdbc"] + groups["agents"])
     hms = _pom_coordinates(IMAGES / "hive-metastore" / "pom.xml", HMS)
     hive = f"org.apache.hive:hive-standalone-metastore:{PINS['hive']['version']}"
     assert hms == set(groups["hadoop"] + groups["s3"] + groups["jdbc"]) | {hive}
@@ -244,13 +245,17 @@ def test_spark_image_installs_the_package_with_one_pyspark() -> None:
 def test_spark_image_compiles_the_line_parser_with_a_jdk(tmp_path: Path) -> None:
     ins = instructions(SPARK)
     build = next(i for i in ins if "python3 -m logberg.platform.build.jvm /parser" in i)
-    assert "JAVA_HOME=/opt/java" in build and "ln -s /opt/spark/jars/* /parser/" in build
+    assert "JAVA_HOME=/opt/java" in build and "ln -s /opt/spark/jars/* /deps/* /parser/" in build
+    assert "COPY --from=jars /jars/ /deps/" in ins  # ua-parser's jar, compiled against
     assert any("jdk-headless" in i for i in ins)
     assert "COPY --from=parser /parser/logberg-parser.jar /opt/spark/jars/" in ins
     # The same command, here: Spark's jars in a folder, the parser jar built beside them.
     import pyspark
 
-    for jar in (Path(pyspark.__file__).parent / "jars").glob("*.jar"):
+    for jar in [
+        *(Path(pyspark.__file__).parent / "jars").glob("*.jar"),
+        *agent_jars(LocalSettings.from_env().tools),
+    ]:
         (tmp_path / jar.name).symlink_to(jar)
     env = dict(os.environ, JAVA_HOME=str(java_home()))
     proc = subprocess.run(

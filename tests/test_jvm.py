@@ -11,25 +11,34 @@ import pytest
 from logberg.errors import ConfigError
 from logberg.platform import runtime
 from logberg.platform.build import jvm
-from logberg.platform.settings import java_home
+from logberg.platform.settings import LocalSettings, java_home
 
 SPARK_JARS = Path(pyspark.__file__).parent / "jars"
+# ua-parser's JVM port, which the classifier compiles against (`make setup` resolved it).
+AGENT_JARS = runtime.agent_jars(LocalSettings.from_env().tools)
 
 
 @pytest.mark.slow
 def test_build_is_reproducible_and_holds_the_parser(tmp_path: Path) -> None:
-    a = jvm.build(SPARK_JARS, tmp_path / "a" / "p.jar", java_home())
-    b = jvm.build(SPARK_JARS, tmp_path / "b" / "p.jar", java_home())
+    a = jvm.build(SPARK_JARS, tmp_path / "a" / "p.jar", java_home(), AGENT_JARS)
+    b = jvm.build(SPARK_JARS, tmp_path / "b" / "p.jar", java_home(), AGENT_JARS)
     assert a.read_bytes() == b.read_bytes()
     with zipfile.ZipFile(a) as jar:
         names = jar.namelist()
+        rules = jar.read("dev/logberg/agents.rules")
     for cls in ("ParseLine", "LineScan", "LogLines", "RejectCollector", "Field", "Reject"):
         assert f"dev/logberg/{cls}.class" in names
+    assert {"dev/logberg/Agents.class", "dev/logberg/ClassifyAgent.class"} <= set(names)
+    assert rules == (runtime.JAVA_SOURCES / "dev" / "logberg" / "agents.rules").read_bytes()
     assert not list(a.parent.glob(".*")), "no partial jar left behind"
 
 
 @pytest.mark.slow
 def test_local_jar_is_named_after_sources_and_spark(tmp_path: Path) -> None:
+    agents = runtime.jar_dir(tmp_path, "agents")
+    agents.mkdir(parents=True)
+    for j in AGENT_JARS:
+        (agents / j.name).symlink_to(j)
     jar = jvm.local_jar(tmp_path)
     fingerprint = runtime.parser_fingerprint(pyspark.__version__)
     assert jar.name == f"{runtime.PARSER_JAR_PREFIX}-{fingerprint}.jar"

@@ -115,6 +115,8 @@ def test_class_archive_options_follow_the_archive(
     jars = tmp_path / "jars" / "spark"
     jars.mkdir(parents=True)
     (jars / "iceberg-spark-runtime.jar").write_bytes(b"")
+    runtime.jar_dir(tmp_path, "agents").mkdir(parents=True)
+    (runtime.jar_dir(tmp_path, "agents") / "uap-java.jar").write_bytes(b"")
     parser = runtime.parser_jar(tmp_path)
     parser.parent.mkdir(parents=True)
     parser.write_bytes(b"")

@@ -47,6 +47,7 @@ class Pins:
     aws_sdk: str
     hive: str
     postgresql_jdbc: str
+    uap_java: str
     versitygw: str
     spark_operator_chart: str
     spark_operator: str
@@ -77,6 +78,7 @@ def pins() -> Pins:
         aws_sdk=raw["hadoop"]["aws_sdk"],
         hive=raw["hive"]["version"],
         postgresql_jdbc=raw["postgresql"]["jdbc"],
+        uap_java=raw["agents"]["uap_java"],
         versitygw=raw["s3"]["versitygw"],
         spark_operator_chart=raw["kubernetes"]["spark_operator_chart"],
         spark_operator=raw["kubernetes"]["spark_operator"],

@@ -39,10 +39,15 @@ def java_sources() -> list[Path]:
     return found
 
 
+def java_resources() -> list[Path]:
+    """Data files the jar carries beside the classes (e.g. dev/logberg/agents.rules)."""
+    return sorted(p for p in JAVA_SOURCES.rglob("*") if p.is_file() and p.suffix == ".rules")
+
+
 def parser_fingerprint(spark_version: str) -> str:
     """Names the parser jar after the sources and the Spark it was compiled against."""
     h = hashlib.sha256(spark_version.encode())
-    for src in java_sources():
+    for src in java_sources() + java_resources():
         h.update(src.relative_to(JAVA_SOURCES).as_posix().encode())
         h.update(src.read_bytes())
     return h.hexdigest()[:12]
@@ -56,8 +61,19 @@ def parser_jar(tools: Path) -> Path:
     return jar_dir(tools, "logberg") / name
 
 
+def agent_jars(tools: Path) -> list[Path]:
+    """ua-parser's JVM port, which logberg's jar is compiled against and calls."""
+    found = sorted(jar_dir(tools, "agents").glob("*.jar"))
+    if not found:
+        raise ConfigError(
+            f"no ua-parser jar under {jar_dir(tools, 'agents')} (LOGBERG_TOOLS): {SETUP_HINT}"
+        )
+    return found
+
+
 def spark_jars(tools: Path) -> list[Path]:
-    """Jars a local Spark session adds to PySpark's own: Iceberg, S3A, logberg's parser."""
+    """Jars a local Spark session adds to PySpark's own: Iceberg, S3A, ua-parser, logberg's
+    parser."""
     found = sorted(jar_dir(tools, "spark").glob("*.jar")) + sorted(
         jar_dir(tools, "s3").glob("*.jar")
     )
@@ -65,6 +81,7 @@ def spark_jars(tools: Path) -> list[Path]:
         raise ConfigError(
             f"no Iceberg/S3A jars under {tools / 'jars'} (LOGBERG_TOOLS): {SETUP_HINT}"
         )
+    found += agent_jars(tools)
     parser = parser_jar(tools)
     if not parser.is_file():
         raise ConfigError(

@@ -160,6 +160,7 @@ def pin_args(p: Mapping[str, Any]) -> dict[str, str]:
         "HADOOP": p["hadoop"]["version"],
         "AWS_SDK": p["hadoop"]["aws_sdk"],
         "POSTGRESQL_JDBC": p["postgresql"]["jdbc"],
+        "UAP_JAVA": p["agents"]["uap_java"],
         "HIVE": p["hive"]["version"],
         "MAVEN_VERSION": build["maven"],
         "MAVEN_SHA512": build["maven_sha512"],

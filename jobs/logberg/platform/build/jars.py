@@ -6,6 +6,7 @@ Run by ``make setup`` (``logberg setup jars``). Groups:
 * ``s3``: hadoop-aws and the AWS SDK v2 bundle it is built against (s3a://);
 * ``hadoop``: hadoop-common and friends, for the standalone metastore;
 * ``jdbc``: the PostgreSQL driver, for the metastore;
+* ``agents``: ua-parser's JVM port (uap-java), the user-agent families of ingest;
 * the Hive standalone metastore distribution itself (Maven Central, classifier ``bin``);
 * logberg's own line parser (``logberg.platform.build.jvm``), compiled against PySpark's jars.
 """
@@ -48,6 +49,7 @@ def groups(p: Pins) -> dict[str, list[str]]:
             "commons-collections:commons-collections:3.2.2",
         ],
         "jdbc": [f"org.postgresql:postgresql:{p.postgresql_jdbc}"],
+        "agents": [f"com.github.ua-parser:uap-java:{p.uap_java}"],
     }
 
 

@@ -20,7 +20,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from logberg.errors import ConfigError, ServiceError
-from logberg.platform.runtime import PARSER_JAR_PREFIX, java_sources, parser_jar
+from logberg.platform.runtime import (
+    JAVA_SOURCES,
+    PARSER_JAR_PREFIX,
+    agent_jars,
+    java_resources,
+    java_sources,
+    parser_jar,
+)
 
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # fixed entry times: the same sources give the same jar
 
@@ -35,8 +42,9 @@ def javac(java_home: Path) -> Path:
     return exe
 
 
-def build(spark_jars: Path, target: Path, java_home: Path) -> Path:
-    """Compile the sources against the Spark jars in `spark_jars` into the jar `target`."""
+def build(spark_jars: Path, target: Path, java_home: Path, extra: Sequence[Path] = ()) -> Path:
+    """Compile the sources against the Spark jars in `spark_jars` (and the jars `extra`) into
+    the jar `target`, with the resources beside the classes."""
     if not any(spark_jars.glob("spark-sql-api*.jar")):
         raise ConfigError(f"{spark_jars}: no Spark jars to compile the line parser against")
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -49,7 +57,7 @@ def build(spark_jars: Path, target: Path, java_home: Path) -> Path:
             "-Xlint:all,-path,-serial",
             "-Werror",
             "-cp",
-            str(spark_jars / "*"),
+            os.pathsep.join([str(spark_jars / "*"), *map(str, extra)]),
             "-d",
             str(classes),
             *map(str, java_sources()),
@@ -64,6 +72,10 @@ def build(spark_jars: Path, target: Path, java_home: Path) -> Path:
                 info = zipfile.ZipInfo(cls.relative_to(classes).as_posix(), ZIP_TIME)
                 info.compress_type = zipfile.ZIP_DEFLATED
                 jar.writestr(info, cls.read_bytes())
+            for res in java_resources():
+                info = zipfile.ZipInfo(res.relative_to(JAVA_SOURCES).as_posix(), ZIP_TIME)
+                info.compress_type = zipfile.ZIP_DEFLATED
+                jar.writestr(info, res.read_bytes())
         os.replace(partial, target)
     return target
 
@@ -78,7 +90,7 @@ def local_jar(tools: Path) -> Path:
     if target.is_file():
         return target
     # Older jars stay: other checkouts sharing these tools may still be on them (~50 KB each).
-    return build(Path(pyspark.__file__).parent / "jars", target, java_home())
+    return build(Path(pyspark.__file__).parent / "jars", target, java_home(), agent_jars(tools))
 
 
 def main(argv: Sequence[str]) -> int:
