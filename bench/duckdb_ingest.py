@@ -6,29 +6,33 @@ Reads every *.log / *.log.gz under DIR (recursively, skipping _manifests), parse
 with ONE regular expression (`regexp_extract(line, pattern, [names...])`, struct form, so the
 regex runs once per line), rejects lines by the same rules as logberg's line parser
 (unparseable, bad_ip, bad_timestamp, bad_status, bad_size), enriches the good ones (UTC
-timestamp from the line's offset, date, hour, status category, url_path, device class by
-the rules of jobs/logberg/pipeline/devices.py: bot markers first, then tablet, mobile,
-desktop, other; is_bot) and writes them, in ONE streaming COPY, as zstd Parquet
-partitioned by date under OUTPUT/access_logs; rejects (with their raw line and reason) are
-the date=NULL partition.
+timestamp from the line's offset, date, hour, status category, url_path, device class,
+is_bot) and writes them, in ONE streaming COPY, as zstd Parquet partitioned by date under
+OUTPUT/access_logs; rejects (with their raw line and reason) are the date=NULL partition.
 Prints one JSON line: {"kept": .., "rejected": .., "seconds": ..}.
 
-The device markers are read from jobs/logberg/pipeline/devices.py with `ast` (no pyspark
-import), so both tools classify with the same lists.
+Device classes come the way logberg's ingest gets them: ua-parser's families (here the
+Python ua-parser package) under logberg's rules (logberg.pipeline.agent_rules, which reads
+the same agents.rules file as the JVM), for each distinct agent once. As in logberg, the
+agents at the head of each file are classified up front into a table the COPY joins; an
+agent missing from it is classified in place by a Python function (COALESCE calls it only
+for those rows).
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
+import gzip
 import json
+import re
 import shutil
 import sys
 import time
+from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-DEVICES_PY = REPO / "jobs" / "logberg" / "pipeline" / "devices.py"
+HEAD_LINES = 2000  # per file, for the agent table
 
 # The combined format, as in jobs/logberg/parse.py but without possessive quantifiers
 # (RE2 has none; it never backtracks anyway).
@@ -39,42 +43,41 @@ IP_CHARS = r"^[0-9A-Fa-f:.]{2,45}$"
 PATH_RE = r"^[A-Z]{1,20} ([^ ?]*)[^ ]*(?: HTTP[^ ]*)?$"
 
 
-def device_markers(path: Path = DEVICES_PY) -> dict[str, tuple[str, ...]]:
-    """BOT/TABLET/PHONE/DESKTOP_MARKERS from devices.py, without importing it."""
-    tree = ast.parse(path.read_text())
-    out: dict[str, tuple[str, ...]] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target = node.targets[0]
-            if isinstance(target, ast.Name) and target.id.endswith("_MARKERS"):
-                out[target.id] = tuple(ast.literal_eval(node.value))
-    missing = {"BOT_MARKERS", "TABLET_MARKERS", "PHONE_MARKERS", "DESKTOP_MARKERS"} - set(out)
-    if missing:
-        raise SystemExit(f"duckdb_ingest: {sorted(missing)} not found in {path}")
-    return out
-
-
 def _lit(s: str) -> str:
     return "'" + s.replace("'", "''") + "'"
 
 
-def _any(col: str, markers: tuple[str, ...]) -> str:
-    return "(" + " OR ".join(f"contains({col}, {_lit(m)})" for m in markers) + ")"
+def classifier() -> Callable[[str], str]:
+    """Agent -> device class, by ua-parser and logberg's rules, each agent computed once."""
+    from ua_parser import parse
+
+    from logberg.pipeline.agent_rules import OTHER, device_type
+
+    @cache
+    def classify(agent: str) -> str:
+        r = parse(agent)
+        return device_type(
+            agent,
+            r.user_agent.family if r.user_agent else OTHER,
+            r.os.family if r.os else OTHER,
+            r.device.family if r.device else OTHER,
+        )
+
+    return classify
 
 
-def device_sql(ua: str) -> str:
-    """device_type for a lower-cased agent column, the rules of devices.device_type."""
-    m = device_markers()
-    android = f"contains({ua}, 'android')"
-    return (
-        f"CASE WHEN {ua} IS NULL THEN 'other' "
-        f"WHEN {_any(ua, m['BOT_MARKERS'])} THEN 'bot' "
-        f"WHEN {_any(ua, m['TABLET_MARKERS'])} OR ({android} AND NOT contains({ua}, 'mobile')) "
-        "THEN 'tablet' "
-        f"WHEN {_any(ua, m['PHONE_MARKERS'])} OR {android} THEN 'mobile' "
-        f"WHEN {_any(ua, m['DESKTOP_MARKERS'])} THEN 'desktop' "
-        "ELSE 'other' END"
-    )
+def head_agents(files: list[str], lines: int = HEAD_LINES) -> set[str]:
+    """The agents of the first `lines` lines of each file (as logberg's ingest samples)."""
+    agent = re.compile(LINE_RE)
+    found: set[str] = set()
+    for f in files:
+        opener = gzip.open if f.endswith(".gz") else open
+        with opener(f, "rt", encoding="utf-8", errors="replace") as fh:
+            for _, line in zip(range(lines), fh, strict=False):
+                m = agent.match(line.rstrip("\n"))
+                if m and m.group(9) != "-":
+                    found.add(m.group(9))
+    return found
 
 
 def input_files(root: Path) -> list[str]:
@@ -126,8 +129,11 @@ def build_sql(files: list[str], out: Path) -> str:
                     WHEN response_size IS NULL THEN 'bad_size'
                END AS reject_reason
         FROM typed
+    ), classed AS (
+        SELECT checked.*,
+               coalesce(a.device_type, logberg_device({nd("f.agent")}), 'other') AS device_type
+        FROM checked LEFT JOIN agents a ON a.agent = {nd("f.agent")}
     )"""
-    ua = "lower(" + nd("f.agent") + ")"
     good = f"""
     COPY (
         {parsed}
@@ -143,12 +149,11 @@ def build_sql(files: list[str], out: Path) -> str:
                     WHEN status_code < 500 THEN 'Client Error'
                     ELSE 'Server Error' END AS status_category,
                response_size, {nd("f.referer")} AS referer, {nd("f.agent")} AS user_agent,
-               {device_sql(ua)} AS device_type,
-               {device_sql(ua)} = 'bot' AS is_bot,
+               device_type, device_type = 'bot' AS is_bot,
                nullif(regexp_extract(f.request, {_lit(PATH_RE)}, 1), '') AS url_path,
                source_file, reject_reason,
                CASE WHEN reject_reason IS NOT NULL THEN line END AS raw_line
-        FROM checked
+        FROM classed
     ) TO {_lit(str(out / "access_logs"))}
       (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (date), OVERWRITE_OR_IGNORE)
     """
@@ -170,6 +175,14 @@ def run(input_dir: Path, out: Path, threads: int | None = None) -> dict[str, obj
     con.execute("SET preserve_insertion_order = false")
     if threads:
         con.execute(f"SET threads = {int(threads)}")
+    classify = classifier()
+    con.create_function(
+        "logberg_device", classify, [duckdb.sqltypes.VARCHAR], duckdb.sqltypes.VARCHAR
+    )
+    con.execute("CREATE TABLE agents (agent VARCHAR, device_type VARCHAR)")
+    con.executemany(
+        "INSERT INTO agents VALUES (?, ?)", [(a, classify(a)) for a in head_agents(files)]
+    )
     con.execute(build_sql(files, out))
     t_write = time.perf_counter()
     by_reason = dict(
