@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from logberg.lakehouse.schema import ACCESS_LOGS
-from logberg.pipeline.ingest import batch, commit, reader
+from logberg.pipeline.ingest import batch, commit, plan, reader
 from logberg.pipeline.ingest.config import IngestConfig
 from logberg.pipeline.ingest.plan import InputFile
 from tests.conftest import REPO, run_logberg, run_side_by_side
@@ -197,6 +197,43 @@ def test_rejects_over_the_memory_budget_are_read_again(
     batch.ingest(spark, IngestConfig(inputs=(tmp_path.as_uri(),)))
     assert "read again from the files" in caplog.text
     assert counts(spark, manifest) == expected(manifest)
+
+
+GOOD_LINE = '1.2.3.4 - - [01/Mar/2025:10:00:00 +0000] "GET /a HTTP/1.1" 200 5 "-" "agent-{}"'
+
+
+@pytest.mark.parametrize("budget", [None, 100], ids=["kept", "read-again"])
+def test_bytes_that_are_not_utf8_are_kept_exactly(
+    spark, lakehouse, tmp_path: Path, monkeypatch, budget: int | None
+) -> None:
+    """A good line with a bad byte is kept (the byte decoded as U+FFFD); a rejected one keeps
+    its exact bytes in raw_bytes, whether the rejects were kept during the read or read
+    again; a rejected line that is valid UTF-8 needs none."""
+    bad_reject = b"\xff\xfe garbage \xc3( line"
+    lines = [
+        GOOD_LINE.format("\u00e9").encode(),
+        GOOD_LINE.format("x").encode().replace(b"agent-x", b"agent-\xe9"),
+        bad_reject,
+        b"plain garbage",
+    ]
+    (tmp_path / "a.log").write_bytes(b"\n".join(lines) + b"\n")
+    if budget is not None:
+        monkeypatch.setattr(reader, "REJECT_BUDGET_CHARS", budget)
+    batch.ingest(spark, IngestConfig(inputs=(tmp_path.as_uri(),)))
+    (listed,) = plan.list_inputs(spark, [tmp_path.as_uri()], None)
+    uri = listed.uri
+    agents = spark.sql(
+        f"SELECT user_agent FROM {ACCESS_LOGS} WHERE source_file = '{uri}' ORDER BY event_id"
+    ).collect()
+    assert sorted(r.user_agent for r in agents) == ["agent-\u00e9", "agent-\ufffd"]
+    rejects = spark.sql(
+        "SELECT line_number, raw_line, raw_bytes FROM nginx_logs.access_logs_rejects "
+        f"WHERE source_file = '{uri}' ORDER BY line_number"
+    ).collect()
+    assert [(r.line_number, r.raw_line, r.raw_bytes) for r in rejects] == [
+        (3, bad_reject.decode(errors="replace"), bytearray(bad_reject)),
+        (4, "plain garbage", None),
+    ]
 
 
 def scan_metrics(spark, query: str) -> dict[str, int]:

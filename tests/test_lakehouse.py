@@ -101,9 +101,11 @@ def test_python_and_the_jvm_agree_on_fields_and_reject_reasons(spark: SparkSessi
     # reject_reason ends the fields every line has; the format columns follow it
     base = fields.index("reject_reason") + 1
     assert fields[base:] == [c.name for c in schema.FORMAT_COLUMNS]
-    # The source's columns: the file and line, the raw rejected line, then the same fields.
+    # The source's columns: the file and line, the raw rejected line (and its bytes when they
+    # are not UTF-8), then the same fields.
     # combined lines are read without the format columns; a client rule (or a format) adds them
     reader = spark.read.format("dev.logberg.LogLines").option("files", "file:/none")
-    assert reader.load().columns == ["source_file", "line_number", "value", *fields[:base]]
+    head = ["source_file", "line_number", "value", "raw_bytes"]
+    assert reader.load().columns == [*head, *fields[:base]]
     wide = reader.option("client", "10.0.0.0/8").load()
-    assert wide.columns == ["source_file", "line_number", "value", *fields]
+    assert wide.columns == [*head, *fields]

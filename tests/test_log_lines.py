@@ -56,9 +56,14 @@ def _oracle(spark: SparkSession, paths: list[Path]) -> list[Row]:
                 "line_number"
             ),
         ).where(F.col("value") != "")
-        parsed = parse_lines(lines).withColumn(
-            "value", F.when(F.col("reject_reason").isNotNull(), F.col("value"))
+        rejected = F.col("reject_reason").isNotNull()
+        parsed = parse_lines(lines).select(
+            "*",
+            F.when(rejected & ~F.is_valid_utf8("value"), F.col("value").cast("binary")).alias(
+                "raw_bytes"
+            ),
         )
+        parsed = parsed.withColumn("value", F.when(rejected, F.col("value")))
         return parsed.select(*_columns(spark)).collect()
 
 
@@ -74,7 +79,8 @@ def _files(tmp_path: Path) -> list[Path]:
         "b.log": crlf.encode(),
         "c.log": GOOD.encode()
         + b"\n"
-        + GOOD.replace("é", "\udcff").encode(errors="surrogateescape"),
+        + GOOD.replace("é", "\udcff").encode(errors="surrogateescape")
+        + b"\ngarbage \xff\n",
         "d.log.gz": gzip.compress(crlf.encode()),
         "e.log": b"",
         "f.log": b"\n\n",
@@ -94,8 +100,9 @@ def test_rows_match_sparks_text_source_and_the_udf(spark, tmp_path: Path) -> Non
     # a missing last EOL end lines; c.log's bad byte is a replacement character.
     b = sorted((r.line_number, r.reject_reason) for r in want if r.source_file.endswith("b.log"))
     assert b == [(1, None), (2, "unparseable"), (4, None), (5, "bad_status")]
-    c = [r.user_agent for r in want if r.source_file.endswith("c.log")]
-    assert c[1].endswith("\ufffd")
+    c = [(r.user_agent, r.raw_bytes) for r in want if r.source_file.endswith("c.log")]
+    assert c[1][0].endswith("\ufffd") and c[1][1] is None  # kept: no raw bytes
+    assert c[2] == (None, bytearray(b"garbage \xff"))  # rejected: its exact bytes
     assert any(r.source_file.endswith("d.log.gz") for r in want)
 
 

@@ -248,3 +248,16 @@ def test_driver_side_lookup_keeps_agents_exactly_and_runs_no_job(spark) -> None:
         "Googlebot/2.1": "bot",
         "Mozilla/5.0 (iPad; x)": "tablet",
     }
+
+
+def test_rejects_from_the_text_source_keep_bytes_that_are_not_utf8(spark, tmp_path) -> None:
+    """Spark's text source hands over a line's bytes as read; the rejects row keeps them
+    exactly in raw_bytes and a valid raw_line beside them."""
+    bad = b"\xff garbage \xc3("
+    (tmp_path / "x.log").write_bytes(bad + b"\nplain garbage\n")
+    lines = spark.read.text(str(tmp_path / "x.log")).select(
+        F.lit("f").alias("source_file"), F.monotonically_increasing_id().alias("line_number"), "*"
+    )
+    rows = to_rejects(parse_lines(lines), "r", F.current_timestamp()).orderBy("line_number")
+    got = [(r.raw_line, r.raw_bytes) for r in rows.collect()]
+    assert got == [(bad.decode(errors="replace"), bytearray(bad)), ("plain garbage", None)]

@@ -189,8 +189,10 @@ REJECTS = Table(
     "access_logs_rejects",
     cols(
         "source_file STRING!, line_number BIGINT!, raw_line STRING, reason STRING, "
-        "run_id STRING, rejected_at TIMESTAMP, log_format STRING",
+        "run_id STRING, rejected_at TIMESTAMP, log_format STRING, raw_bytes BINARY",
         log_format="the --log-format the line was read with: a preset name, or custom",
+        raw_bytes="the line's exact bytes when they are not valid UTF-8 (raw_line then holds "
+        "them decoded, with U+FFFD for each invalid sequence); NULL when raw_line is exact",
     ),
     properties={**UNSHUFFLED, **FILE_METRICS},
 )

@@ -142,13 +142,25 @@ def to_access_rows(
 def to_rejects(
     parsed: DataFrame, run_id: str, rejected_at: Column, log_format: str = "combined"
 ) -> DataFrame:
-    """Parsed lines -> the rejects table's rows of the rejected ones."""
+    """Parsed lines -> the rejects table's rows of the rejected ones.
+
+    `raw_bytes`: the line's bytes when they are not valid UTF-8, as the file reader gives
+    them; for lines from Spark's text source (`parse_lines`), whose `value` carries the
+    bytes as read, they are taken from it and `raw_line` is made valid."""
+    value = F.col("value")
+    if "raw_bytes" in parsed.columns:
+        raw_line, raw_bytes = value, F.col("raw_bytes")
+    else:
+        valid = F.is_valid_utf8(value)
+        raw_line = F.when(valid, value).otherwise(F.make_valid_utf8(value))
+        raw_bytes = F.when(~valid, value.cast("binary"))
     return parsed.where(F.col("reject_reason").isNotNull()).select(
         "source_file",
         "line_number",
-        F.col("value").alias("raw_line"),
+        raw_line.alias("raw_line"),
         F.col("reject_reason").alias("reason"),
         F.lit(run_id).alias("run_id"),
         rejected_at.alias("rejected_at"),
         F.lit(log_format).alias("log_format"),
+        raw_bytes.alias("raw_bytes"),
     )

@@ -51,7 +51,9 @@ import org.apache.spark.unsafe.types.UTF8String;
  * characters first, as a Java String would be. Empty lines are counted but not returned.
  *
  * <p>Columns: {@code source_file} (the URI as given), {@code line_number} (1-based), {@code
- * value} (the raw line of a rejected line, else null), then the fields of {@link
+ * value} (the raw line of a rejected line, else null), {@code raw_bytes} (a rejected line's
+ * exact bytes when they are not valid UTF-8, which {@code value} cannot hold; else null),
+ * then the fields of {@link
  * ParseLine#RETURN_TYPE}, the same values that UDF gives for the same line. The bytes go
  * straight from the file's buffer into Spark's rows: no String per line, no row conversion.
  *
@@ -60,7 +62,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  */
 public final class LogLines implements TableProvider {
   /** Where the parsed fields start in {@link #SCHEMA}. */
-  private static final int FIELDS = 3;
+  private static final int FIELDS = 4;
 
   public static final StructType SCHEMA = schema(Field.values().length, new String[0]);
 
@@ -74,7 +76,8 @@ public final class LogLines implements TableProvider {
         new StructType()
             .add("source_file", "string", false)
             .add("line_number", "bigint", false)
-            .add("value", "string", true);
+            .add("value", "string", true)
+            .add("raw_bytes", "binary", true);
     for (Field f : Field.values()) {
       if (f.ordinal() < fields) s = s.add(f.column, DataType.fromDDL(f.type), true);
     }
@@ -370,9 +373,11 @@ public final class LogLines implements TableProvider {
     }
 
     private void emit(byte[] b, int from, int to) {
+      byte[] original = null; // the line's bytes when they are not valid UTF-8
       for (int i = from; i < to; i++) {
         if (b[i] < 0) { // not ASCII: is it valid UTF-8?
           if (!UTF8String.fromBytes(b, from, to - from).isValid()) {
+            original = java.util.Arrays.copyOfRange(b, from, to);
             final byte[] valid =
                 new String(b, from, to - from, StandardCharsets.UTF_8)
                     .getBytes(StandardCharsets.UTF_8);
@@ -392,22 +397,26 @@ public final class LogLines implements TableProvider {
       w.write(1, lineNumber);
       if (ok) {
         w.setNullAt(2);
+        w.setNullAt(3);
       } else {
         w.write(2, b, from, to - from);
+        if (original == null) w.setNullAt(3);
+        else w.write(3, original);
         if (rejects != null) {
           rejects.add(
               RowFactory.create(
                   uri,
                   lineNumber,
                   new String(b, from, to - from, StandardCharsets.UTF_8),
-                  s.reason.label));
+                  s.reason.label,
+                  original));
         }
       }
       s.emit(this);
     }
 
-    // FieldSink: the parsed fields go straight into the row, after source_file, line_number
-    // and value.
+    // FieldSink: the parsed fields go straight into the row, after source_file, line_number,
+    // value and raw_bytes.
 
     @Override
     public void text(Field f, byte[] b, int from, int to) {

@@ -26,7 +26,8 @@ public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
 
   /** The rows {@link #publish} makes visible. */
   public static final String SCHEMA =
-      "source_file STRING, line_number BIGINT, value STRING, reject_reason STRING";
+      "source_file STRING, line_number BIGINT, value STRING, reject_reason STRING, "
+          + "raw_bytes BINARY";
 
   /** Registered collectors by id, for {@link LogLines}' option {@code rejects}. */
   private static final Map<String, WeakReference<RejectCollector>> REGISTERED =
@@ -65,7 +66,10 @@ public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
   @Override
   public void add(Row row) {
     if (overflowed) return;
-    final long size = row.getString(2).length() + row.getString(0).length();
+    final long size =
+        row.getString(2).length()
+            + row.getString(0).length()
+            + (row.isNullAt(4) ? 0 : ((byte[]) row.get(4)).length);
     if (chars + size > budgetChars) {
       overflowed = true;
       rows = new ArrayList<>();
