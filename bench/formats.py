@@ -74,8 +74,8 @@ def bench_formats(lh: Lakehouse, combined: Dataset, ingress: Dataset) -> dict[st
     peaks: dict[str, list[float]] = {name: [] for name, *_ in cases}
     for i in range(REPEATS):
         # Each round starts with the next case, so no version always runs first.
-        k = i % len(cases)
-        for name, ds, extra, env in cases[k:] + cases[:k]:
+        first = i % len(cases)
+        for name, ds, extra, env in cases[first:] + cases[:first]:
             lh.reset()
             r, s = lh.ingest(ds.uri, *extra, env=env)
             what = f"formats {name} run {i + 1}"
@@ -83,7 +83,7 @@ def bench_formats(lh: Lakehouse, combined: Dataset, ingress: Dataset) -> dict[st
             check_tables(lh, what, ds.valid, ds.malformed)
             walls[name].append(r.wall_s)
             peaks[name].append(r.peak_tree_rss_mb)
-            steps = " ".join(f"{k[5:]}={v:.1f}" for k, v in s.items() if k.startswith("step_"))
+            steps = " ".join(f"{n[5:]}={v:.1f}" for n, v in s.items() if n.startswith("step_"))
             log(f"{what}: ingest {r.wall_s:.1f}s whole process, {ds.lines:,} lines ({steps})")
     med = {name: median(w) for name, w in walls.items()}
     return {

@@ -14,15 +14,9 @@ from pathlib import Path
 
 RULES_FILE = Path(__file__).resolve().parents[1] / "java" / "dev" / "logberg" / "agents.rules"
 OTHER = "Other"
-KINDS = (
-    "bot",
-    "mobile",
-    "tablet-device",
-    "mobile-device",
-    "mobile-os",
-    "desktop-os",
-    "unknown-bot",
-)
+MARKER_KINDS = ("bot", "mobile")  # substrings of the agent, in file order
+LIST_KINDS = ("tablet-device", "mobile-device", "mobile-os", "desktop-os", "unknown-bot")
+KINDS = MARKER_KINDS + LIST_KINDS
 
 
 @dataclass(frozen=True)
@@ -37,7 +31,7 @@ class Rules:
 @cache
 def rules(path: Path = RULES_FILE) -> Rules:
     markers: list[tuple[str, str]] = []
-    lists: dict[str, list[str]] = {k: [] for k in KINDS[2:]}
+    lists: dict[str, list[str]] = {k: [] for k in LIST_KINDS}
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         t = line.strip()
         if not t or t.startswith("#"):
@@ -46,12 +40,10 @@ def rules(path: Path = RULES_FILE) -> Rules:
         text = text.strip()
         if kind not in KINDS or not text:
             raise ValueError(f"{path} line {n}: expected `<kind> <text>`, kinds {KINDS}: {line}")
-        if kind in ("bot", "mobile"):
+        if kind in MARKER_KINDS:
             markers.append((kind, text.lower()))
-        elif kind == "unknown-bot":
-            lists[kind].append(text.lower())
-        else:
-            lists[kind].append(text)
+        else:  # unknown-bot texts are matched against the lower-cased agent too
+            lists[kind].append(text.lower() if kind == "unknown-bot" else text)
     return Rules(tuple(markers), {k: tuple(v) for k, v in lists.items()})
 
 

@@ -67,15 +67,13 @@ def build(spark_jars: Path, target: Path, java_home: Path, extra: Sequence[Path]
             raise ServiceError(f"javac failed:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
         # Written beside the target, then renamed: a partial jar never has the final name.
         partial = target.with_name(f".{target.name}.{os.getpid()}")
+        entries = [(c, c.relative_to(classes)) for c in sorted(classes.rglob("*.class"))]
+        entries += [(r, r.relative_to(JAVA_SOURCES)) for r in java_resources()]
         with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as jar:
-            for cls in sorted(classes.rglob("*.class")):
-                info = zipfile.ZipInfo(cls.relative_to(classes).as_posix(), ZIP_TIME)
+            for path, name in entries:
+                info = zipfile.ZipInfo(name.as_posix(), ZIP_TIME)
                 info.compress_type = zipfile.ZIP_DEFLATED
-                jar.writestr(info, cls.read_bytes())
-            for res in java_resources():
-                info = zipfile.ZipInfo(res.relative_to(JAVA_SOURCES).as_posix(), ZIP_TIME)
-                info.compress_type = zipfile.ZIP_DEFLATED
-                jar.writestr(info, res.read_bytes())
+                jar.writestr(info, path.read_bytes())
         os.replace(partial, target)
     return target
 
