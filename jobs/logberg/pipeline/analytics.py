@@ -82,21 +82,98 @@ def top_n(df: DataFrame, group: Sequence[str], count: str, key: str, n: int) -> 
     return df.withColumn("rank", F.row_number().over(w)).where(F.col("rank") <= n)
 
 
-def ip_stats(logs: DataFrame, group: Sequence[str]) -> DataFrame:
-    return logs.groupBy(*group, "ip_address").agg(
-        F.count("*").alias("request_count"),
-        F.sum("response_size").alias("bytes_sent"),
-        F.countDistinct("url_path").alias("unique_paths"),
-        (F.count(F.when(F.col("status_code") >= 400, 1)) / F.count("*")).alias("error_rate"),
-        # An address counts as a bot when most of its requests carry a bot agent.
-        (F.avg(F.col("is_bot").cast("double")) >= 0.5).alias("is_bot"),
+# Rollups: the job reads access_logs once per rollup, and every table is derived from
+# them. Distinct counts (paths per address, addresses per device class or week) become
+# counts of rollup rows, and the one large grouping, address x path, is done once per week.
+
+
+def _sums(df: DataFrame, keys: Sequence[str], columns: Sequence[str]) -> DataFrame:
+    return df.groupBy(*keys).agg(*[F.sum(c).alias(c) for c in columns])
+
+
+SUMS = ("requests", "bytes", "errors", "bots", "bot_known")
+
+
+def _request_sums() -> list[Column]:
+    """requests, bytes, errors (status >= 400), bot requests, and requests whose is_bot is
+    known (an average ignores unknowns)."""
+    return [
+        F.count("*").alias("requests"),
+        F.sum("response_size").alias("bytes"),
+        F.count(F.when(F.col("status_code") >= 400, 1)).alias("errors"),
+        F.count(F.when(F.col("is_bot"), 1)).alias("bots"),
+        F.count("is_bot").alias("bot_known"),
+    ]
+
+
+def address_weeks(logs: DataFrame) -> DataFrame:
+    """Per ISO week (week_start_date) and address: the request sums, unique_paths, and
+    day_paths, the distinct paths of each weekday (Monday first). One grouping by week,
+    address and path, with a bit per weekday the path was requested on, gives both."""
+    monday = F.date_sub(F.col("date"), F.weekday(F.col("date")))
+    per_path = logs.groupBy(monday.alias("week_start_date"), "ip_address", "url_path").agg(
+        *_request_sums(), F.bit_or(F.expr("shiftleft(1, weekday(date))")).alias("days")
+    )
+    on_day = [
+        F.col("url_path").isNotNull() & (F.col("days").bitwiseAND(1 << d) != 0) for d in range(7)
+    ]
+    return per_path.groupBy("week_start_date", "ip_address").agg(
+        *[F.sum(c).alias(c) for c in SUMS],
+        F.count("url_path").alias("unique_paths"),  # rows are distinct paths; NULL is none
+        F.array(*[F.count(F.when(c, 1)) for c in on_day]).alias("day_paths"),
     )
 
 
-def device_stats(logs: DataFrame, group: Sequence[str]) -> DataFrame:
-    per = logs.groupBy(*group, "device_type").agg(
-        F.count("*").alias("request_count"),
-        F.countDistinct("ip_address").alias("unique_ips"),
+def address_devices(logs: DataFrame) -> DataFrame:
+    """Per date, address and device class: the request sums."""
+    return logs.groupBy("date", "ip_address", "device_type").agg(*_request_sums())
+
+
+def address_days(devices: DataFrame, weeks: DataFrame) -> DataFrame:
+    """Per date and address: the request sums (from address_devices), and unique_paths
+    from `weeks` (address_weeks of rows that include these days)."""
+    sums = _sums(devices, ["date", "ip_address"], SUMS)
+    paths = weeks.select(
+        "week_start_date", "ip_address", F.posexplode("day_paths").alias("d", "unique_paths")
+    ).select(F.date_add("week_start_date", F.col("d")).alias("date"), "ip_address", "unique_paths")
+    same = (sums["date"] == paths["date"]) & sums["ip_address"].eqNullSafe(paths["ip_address"])
+    return sums.join(paths, same).drop(paths["date"], paths["ip_address"])  # NULL: one address
+
+
+def ip_stats(sums: DataFrame) -> DataFrame:
+    """The top-IP figures from address_days or address_weeks rows."""
+    return sums.select(
+        "*",
+        F.col("requests").alias("request_count"),
+        F.col("bytes").alias("bytes_sent"),
+        (F.col("errors") / F.col("requests")).alias("error_rate"),
+        # An address counts as a bot when most of its requests carry a bot agent.
+        (_share(F.col("bots"), F.col("bot_known")) >= 0.5).alias("is_bot"),
+    )
+
+
+def hour_rollup(logs: DataFrame) -> DataFrame:
+    """Per date, hour and status class: requests, bytes, bot requests, known is_bot."""
+    return logs.groupBy("date", "hour", "status_category").agg(
+        F.count("*").alias("requests"),
+        F.sum("response_size").alias("bytes"),
+        F.count(F.when(F.col("is_bot"), 1)).alias("bots"),
+        F.count("is_bot").alias("bot_known"),
+    )
+
+
+def _share(part: Column, whole: Column) -> Column:
+    """part / whole, NULL where whole is 0 (as an average over no known values)."""
+    return F.when(whole > 0, part / whole)
+
+
+def device_stats(devices: DataFrame, group: Sequence[str]) -> DataFrame:
+    """Per group and device class, from address_devices rows."""
+    if list(group) != ["date"]:
+        devices = _sums(devices, [*group, "device_type", "ip_address"], ["requests"])
+    per = devices.groupBy(*group, "device_type").agg(
+        F.sum("requests").alias("request_count"),
+        F.count("ip_address").alias("unique_ips"),
     )
     total = F.sum("request_count").over(Window.partitionBy(*group))
     return per.withColumn("share", F.col("request_count") / total)
@@ -107,67 +184,96 @@ def output(df: DataFrame, table: Table) -> DataFrame:
     return df.select(*[c for c in table.names if c != "processed_timestamp"])
 
 
-def daily_top_ips(logs: DataFrame, n: int) -> DataFrame:
-    stats = ip_stats(logs, ["date"])
-    return output(top_n(stats, ["date"], "request_count", "ip_address", n), DAILY_TOP_IPS)
-
-
-def with_week(logs: DataFrame) -> DataFrame:
-    base = logs.drop(*[c for c in WEEK_KEYS if c in logs.columns])
+def with_week(df: DataFrame) -> DataFrame:
+    base = df.drop(*[c for c in WEEK_KEYS if c in df.columns])
     week = iso_week(F.col("date"))
     return base.select("*", *[week[k].alias(k) for k in WEEK_KEYS])
 
 
-def weekly_top_ips(logs: DataFrame, n: int) -> DataFrame:
-    stats = ip_stats(with_week(logs), WEEK_KEYS)
-    return output(top_n(stats, WEEK_KEYS, "request_count", "ip_address", n), WEEKLY_TOP_IPS)
+def top_ips(sums: DataFrame, n: int) -> DataFrame:
+    """daily_top_ips from address_days, weekly_top_ips from address_weeks."""
+    if "date" in sums.columns:
+        return output(
+            top_n(ip_stats(sums), ["date"], "request_count", "ip_address", n), DAILY_TOP_IPS
+        )
+    ranked = top_n(ip_stats(keyed_by_week(sums)), WEEK_KEYS, "request_count", "ip_address", n)
+    return output(ranked, WEEKLY_TOP_IPS)
 
 
-def daily_top_devices(logs: DataFrame, n: int) -> DataFrame:
-    stats = device_stats(logs, ["date"])
-    ranked = top_n(stats, ["date"], "request_count", "device_type", n)
-    return output(ranked, DAILY_TOP_DEVICES)
+def top_devices(devices: DataFrame, n: int, weekly: bool) -> DataFrame:
+    group, table = (WEEK_KEYS, WEEKLY_TOP_DEVICES) if weekly else (["date"], DAILY_TOP_DEVICES)
+    stats = device_stats(with_week(devices) if weekly else devices, group)
+    return output(top_n(stats, group, "request_count", "device_type", n), table)
 
 
-def weekly_top_devices(logs: DataFrame, n: int) -> DataFrame:
-    stats = device_stats(with_week(logs), WEEK_KEYS)
-    ranked = top_n(stats, WEEK_KEYS, "request_count", "device_type", n)
-    return output(ranked, WEEKLY_TOP_DEVICES)
+def keyed_by_week(weeks: DataFrame) -> DataFrame:
+    """address_weeks rows with all the ISO week columns."""
+    return with_week(weeks.withColumn("date", F.col("week_start_date"))).drop("date")
 
 
-def weekly_summary(logs: DataFrame) -> DataFrame:
-    """One row per ISO week; `year` is the ISO week-year (equal to week_year)."""
-    wk = with_week(logs)
+def summary_from(hours: DataFrame, weeks: DataFrame) -> DataFrame:
+    """weekly_analytics from an hour rollup and address_weeks (one row per address);
+    `year` is the ISO week-year (equal to week_year)."""
+    wk = with_week(hours)
     cat = F.col("status_category")
+
+    def of(category: str) -> Column:
+        return F.sum(F.when(cat == category, F.col("requests")).otherwise(0))
+
     totals = wk.groupBy(*WEEK_KEYS).agg(
-        F.count("*").alias("total_requests"),
-        F.countDistinct("ip_address").alias("unique_ips"),
-        F.sum("response_size").alias("total_bytes"),
-        F.count(F.when(cat == "Informational", 1)).alias("informational_count"),
-        F.count(F.when(cat == "Success", 1)).alias("success_count"),
-        F.count(F.when(cat == "Redirect", 1)).alias("redirect_count"),
-        F.count(F.when(cat == "Client Error", 1)).alias("client_error_count"),
-        F.count(F.when(cat == "Server Error", 1)).alias("server_error_count"),
-        F.avg(F.col("is_bot").cast("double")).alias("bot_share"),
+        F.sum("requests").alias("total_requests"),
+        F.sum("bytes").alias("total_bytes"),
+        of("Informational").alias("informational_count"),
+        of("Success").alias("success_count"),
+        of("Redirect").alias("redirect_count"),
+        of("Client Error").alias("client_error_count"),
+        of("Server Error").alias("server_error_count"),
+        F.sum("bots").alias("bots"),
+        F.sum("bot_known").alias("bot_known"),
     )
-    busiest_day = top_n(
-        wk.groupBy(*WEEK_KEYS, "date").agg(F.count("*").alias("n")), WEEK_KEYS, "n", "date", 1
-    ).select(
-        *WEEK_KEYS, F.col("date").alias("busiest_day"), F.col("n").alias("busiest_day_requests")
-    )
-    busiest_hour = top_n(
-        wk.groupBy(*WEEK_KEYS, "hour").agg(F.count("*").alias("n")), WEEK_KEYS, "n", "hour", 1
-    ).select(
-        *WEEK_KEYS, F.col("hour").alias("busiest_hour"), F.col("n").alias("busiest_hour_requests")
-    )
-    out = totals.join(busiest_day, WEEK_KEYS).join(busiest_hour, WEEK_KEYS)
+    ips = keyed_by_week(weeks).groupBy(*WEEK_KEYS).agg(F.count("ip_address").alias("unique_ips"))
+    busiest_day = top_n(_sums(wk, [*WEEK_KEYS, "date"], ["requests"]), WEEK_KEYS, "requests",
+                        "date", 1).select(
+        *WEEK_KEYS, F.col("date").alias("busiest_day"),
+        F.col("requests").alias("busiest_day_requests"),
+    )  # fmt: skip
+    busiest_hour = top_n(_sums(wk, [*WEEK_KEYS, "hour"], ["requests"]), WEEK_KEYS, "requests",
+                         "hour", 1).select(
+        *WEEK_KEYS, F.col("hour").alias("busiest_hour"),
+        F.col("requests").alias("busiest_hour_requests"),
+    )  # fmt: skip
+    out = totals.join(ips, WEEK_KEYS).join(busiest_day, WEEK_KEYS).join(busiest_hour, WEEK_KEYS)
     errors = F.col("client_error_count") + F.col("server_error_count")
     out = out.select(
         "*",
         F.col("week_year").alias("year"),
         (errors / F.col("total_requests")).alias("error_rate"),
+        _share(F.col("bots"), F.col("bot_known")).alias("bot_share"),
     )
     return output(out, WEEKLY_ANALYTICS)
+
+
+# The tables from raw rows (each builds the rollup it needs; the job shares them).
+
+
+def daily_top_ips(logs: DataFrame, n: int) -> DataFrame:
+    return top_ips(address_days(address_devices(logs), address_weeks(logs)), n)
+
+
+def weekly_top_ips(logs: DataFrame, n: int) -> DataFrame:
+    return top_ips(address_weeks(logs), n)
+
+
+def daily_top_devices(logs: DataFrame, n: int) -> DataFrame:
+    return top_devices(address_devices(logs), n, weekly=False)
+
+
+def weekly_top_devices(logs: DataFrame, n: int) -> DataFrame:
+    return top_devices(address_devices(logs), n, weekly=True)
+
+
+def weekly_summary(logs: DataFrame) -> DataFrame:
+    return summary_from(hour_rollup(logs), address_weeks(logs))
 
 
 def latency_stats(timed: DataFrame, group: Sequence[str]) -> DataFrame:
@@ -261,28 +367,43 @@ def analytics(spark: SparkSession, cfg: AnalyticsConfig) -> AnalyticsResult:
     days |= set(cfg.dates)
     days = {d for d in days if d is not None}
     weeks = {week_start(d) for d in days}
-    steps: dict[str, float] = {}
+    steps: dict[str, float] = {"setup": round(time.monotonic() - t0, 2)}
     if days:
         day_logs = logs.where(sql.dates_in("date", days))
         week_logs = logs.where(sql.dates_in("date", week_days(weeks)))
+        # The weeks hold the days: one rollup of them serves the daily and weekly tables.
+        t = time.monotonic()
+        weekly = address_weeks(week_logs).persist()
+        devices = address_devices(week_logs).persist()
+        hours = hour_rollup(week_logs).persist()
+        for rollup in (weekly, devices, hours):
+            rollup.count()
+        steps["rollups"] = round(time.monotonic() - t, 2)
+        on_days = sql.dates_in("date", days)
         wanted = [
-            (DAILY_TOP_IPS, daily_top_ips(day_logs, cfg.top_n)),
-            (DAILY_TOP_DEVICES, daily_top_devices(day_logs, cfg.top_n)),
-            (WEEKLY_TOP_IPS, weekly_top_ips(week_logs, cfg.top_n)),
-            (WEEKLY_TOP_DEVICES, weekly_top_devices(week_logs, cfg.top_n)),
-            (WEEKLY_ANALYTICS, weekly_summary(week_logs)),
+            (DAILY_TOP_IPS, top_ips(address_days(devices.where(on_days), weekly), cfg.top_n)),
+            (DAILY_TOP_DEVICES, top_devices(devices.where(on_days), cfg.top_n, weekly=False)),
+            (WEEKLY_TOP_IPS, top_ips(weekly, cfg.top_n)),
+            (WEEKLY_TOP_DEVICES, top_devices(devices, cfg.top_n, weekly=True)),
+            (WEEKLY_ANALYTICS, summary_from(hours, weekly)),
         ]
         if cfg.exclude_bots:
-            humans_day = day_logs.where(~F.col("is_bot"))
-            humans_week = week_logs.where(~F.col("is_bot"))
+            human_weeks = address_weeks(week_logs.where(~F.col("is_bot")))
+            human_days = address_days(
+                address_devices(day_logs.where(~F.col("is_bot"))), human_weeks
+            )
             wanted += [
-                (DAILY_TOP_IPS_HUMANS, daily_top_ips(humans_day, cfg.top_n)),
-                (WEEKLY_TOP_IPS_HUMANS, weekly_top_ips(humans_week, cfg.top_n)),
+                (DAILY_TOP_IPS_HUMANS, top_ips(human_days, cfg.top_n)),
+                (WEEKLY_TOP_IPS_HUMANS, top_ips(human_weeks, cfg.top_n)),
             ]
-        for table, df in wanted:
-            t = time.monotonic()
-            _write(spark, df, table)
-            steps[table.name] = round(time.monotonic() - t, 2)  # printed: the bench profiles
+        try:
+            for table, df in wanted:
+                t = time.monotonic()
+                _write(spark, df, table)
+                steps[table.name] = round(time.monotonic() - t, 2)  # printed: the bench profiles
+        finally:
+            for rollup in (weekly, devices, hours):
+                rollup.unpersist()
         if "request_time_ms" in logs.columns:  # a table from before --log-format has none
             t = time.monotonic()
             latency = daily_latency(day_logs, cfg.top_n, cfg.latency_min_hits)
