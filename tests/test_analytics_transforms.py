@@ -193,3 +193,25 @@ def test_daily_latency_exact_percentiles_slow_paths_and_untimed_rows(spark: Spar
         cols,
     )
     assertDataFrameEqual(got, want)
+
+
+def test_a_missing_address_counts_as_one_address(logs: Any) -> None:
+    """Rows without an address group together, as GROUP BY does: the daily figures join
+    the weekly path rollup on the address NULL-safely."""
+    spark = logs.sparkSession
+    rows = [
+        (D1, 1, None, "/a", 1, 200, "desktop"),
+        (D1, 2, None, "/b", 2, 404, "bot"),
+        (D1, 2, None, "/b", 3, 200, "bot"),
+        (D1, 3, "10.0.0.1", "/a", 4, 200, "mobile"),
+    ]
+    df = spark.createDataFrame(rows, logs.drop("status_category", "is_bot").schema)
+    df = df.select(
+        "*",
+        status_category(df.status_code).alias("status_category"),
+        (df.device_type == "bot").alias("is_bot"),
+    )
+    check(
+        an.daily_top_ips(df, N),
+        [(D1, 1, None, 3, 6, 2, 1 / 3, True), (D1, 2, "10.0.0.1", 1, 4, 1, 0.0, False)],
+    )

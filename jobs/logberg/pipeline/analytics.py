@@ -137,7 +137,7 @@ def address_days(devices: DataFrame, weeks: DataFrame) -> DataFrame:
         "week_start_date", "ip_address", F.posexplode("day_paths").alias("d", "unique_paths")
     ).select(F.date_add("week_start_date", F.col("d")).alias("date"), "ip_address", "unique_paths")
     same = (sums["date"] == paths["date"]) & sums["ip_address"].eqNullSafe(paths["ip_address"])
-    return sums.join(paths, same).drop(paths["date"], paths["ip_address"])  # NULL: one address
+    return sums.join(paths, same).select(sums["*"], paths["unique_paths"])  # NULL: one address
 
 
 def ip_stats(sums: DataFrame) -> DataFrame:
