@@ -40,6 +40,31 @@ REPORT_RE = re.compile(
 )
 
 
+def _steps(text: str) -> dict[str, float]:
+    steps = STEPS_RE.search(text)
+    items = steps.group(1).split(",") if steps else []
+    return {name: float(sec) for name, _, sec in (i.partition(":") for i in items)}
+
+
+def ingest_summary(stdout: str) -> dict[str, float]:
+    """The figures of `logberg ingest`'s summary line (steps as step_<name>)."""
+    m = INGEST_RE.search(stdout)
+    if not m:
+        raise RuntimeError(f"logberg printed no ingest summary line:\n{stdout[-2000:]}")
+    out = {k: float(v) for k, v in m.groupdict().items()}
+    line = stdout[m.start() :].split("\n", 1)[0]
+    return out | {f"step_{k}": v for k, v in _steps(line).items()}
+
+
+def analytics_summary(stdout: str) -> dict[str, Any]:
+    """The figures of `logberg analytics`' summary line, and its steps."""
+    m = ANALYTICS_RE.search(stdout)
+    if not m:
+        raise RuntimeError(f"logberg printed no analytics summary line:\n{stdout[-2000:]}")
+    out: dict[str, Any] = {k: float(v) for k, v in m.groupdict().items()}
+    return out | {"steps": _steps(stdout[m.start() :])}
+
+
 class Lakehouse:
     def __init__(self, home: Path | None = None) -> None:
         self.home = (home or DATA / "home").resolve()
@@ -119,30 +144,16 @@ class Lakehouse:
         self, uri: str, *extra: str, env: dict[str, str] | None = None
     ) -> tuple[procs.ProcResult, dict[str, float]]:
         r = self.logberg("ingest", "--input", uri, *extra, env=env).check("logberg ingest")
-        m = INGEST_RE.search(r.stdout)
-        if not m:
-            raise RuntimeError(f"logberg ingest printed no summary line:\n{r.stdout[-2000:]}")
-        out = {k: float(v) for k, v in m.groupdict().items()}
-        steps = STEPS_RE.search(r.stdout)
-        for item in steps.group(1).split(",") if steps else []:
-            name, _, sec = item.partition(":")
-            out[f"step_{name}"] = float(sec)
-        return r, out
+        return r, ingest_summary(r.stdout)
 
     def analytics(self) -> tuple[procs.ProcResult, dict[str, Any]]:
         r = self.logberg("analytics").check("logberg analytics")
-        m = ANALYTICS_RE.search(r.stdout)
-        if not m:
-            raise RuntimeError(f"logberg analytics printed no summary line:\n{r.stdout[-2000:]}")
-        out: dict[str, Any] = {k: float(v) for k, v in m.groupdict().items()}
-        steps = STEPS_RE.search(r.stdout[m.start() :])
-        out["steps"] = {
-            name: float(sec)
-            for name, _, sec in (
-                i.partition(":") for i in (steps.group(1).split(",") if steps else [])
-            )
-        }
-        return r, out
+        return r, analytics_summary(r.stdout)
+
+    def run(self, uri: str) -> tuple[procs.ProcResult, dict[str, float], dict[str, Any]]:
+        """`logberg run`: ingest, then analytics, in one process and session."""
+        r = self.logberg("run", "--input", uri).check("logberg run")
+        return r, ingest_summary(r.stdout), analytics_summary(r.stdout)
 
     def report(self, output: Path) -> tuple[procs.ProcResult, dict[str, float]]:
         r = self.logberg("report", "--output", str(output)).check("logberg report")

@@ -364,6 +364,7 @@ def bench_ingest(lh: Lakehouse, ds: Dataset, analytics: bool) -> dict[str, Any]:
     wall = median([r["ingest_wall_s"] for r in runs])
     session = median([r["ingest_session_s"] for r in runs])
     return {
+        "one_process": bench_run(lh, ds) if analytics else None,
         "runs": runs,
         "ingest_wall_s": wall,
         "ingest_session_s": session,
@@ -383,6 +384,42 @@ def bench_ingest(lh: Lakehouse, ds: Dataset, analytics: bool) -> dict[str, Any]:
         "report_session_s": median([r["report_session_s"] for r in runs if analytics]),
         "peak_rss_mb": max(r["ingest_peak_rss_mb"] for r in runs),
         "peak_proc_hwm_mb": max(r["ingest_peak_proc_hwm_mb"] for r in runs),
+    }
+
+
+def bench_run(lh: Lakehouse, ds: Dataset) -> dict[str, Any]:
+    """File -> gold tables as one `logberg run` (ingest, then analytics, in one session) on
+    an empty warehouse; counts against the manifest, tables against DuckDB's (the ones
+    bench_ingest's last repetition compared, from the same lines)."""
+    runs = []
+    for i in range(REPEATS):
+        lh.reset()
+        what = f"{ds.spec.name} logberg run {i + 1}"
+        r, si, sa = lh.run(ds.uri)
+        check_ingest(what, si, ds.valid, ds.malformed)
+        check_tables(lh, what, ds.valid, ds.malformed)
+        diff = gold.mismatches(lh.spark, DATA / "duckdb-gold" / "same-files")
+        if diff:
+            raise CorrectnessError(f"{what}: DuckDB's gold tables differ from logberg's: {diff}")
+        runs.append(
+            {
+                "wall_s": round(r.wall_s, 3),
+                "ingest_session_s": si["duration"],
+                "analytics_session_s": sa["duration"],
+                "analytics_steps_s": sa["steps"],
+                "peak_rss_mb": r.peak_tree_rss_mb,
+            }
+        )
+        log(
+            f"logberg run {ds.spec.name} {i + 1}/{REPEATS}: {r.wall_s:.1f}s whole process "
+            f"(ingest {si['duration']:.1f}s, analytics {sa['duration']:.1f}s in session), "
+            f"peak {r.peak_tree_rss_mb:.0f} MB, rows equal DuckDB's"
+        )
+    return {
+        "runs": runs,
+        "wall_s": median([r["wall_s"] for r in runs]),
+        "analytics_session_s": median([r["analytics_session_s"] for r in runs]),
+        "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
     }
 
 
@@ -513,11 +550,29 @@ def table(res: dict[str, Any]) -> str:
         ("report time vs analytics (bar: < 1.5)", f(res.get("report_vs_analytics"), "{:.2f}")),
         ("file -> gold s: logberg (ingest + analytics)", f(res["file_to_gold_s"], "{:.1f}")),
         ("file -> gold s: duckdb (ingest + analytics)", f(res["duckdb_file_to_gold_s"], "{:.1f}")),
+        (
+            "file -> gold s: logberg run (one process, one session)",
+            f(res.get("file_to_gold_one_process_s"), "{:.1f}"),
+        ),
+        (
+            "analytics s in the ingest's session (logberg run)",
+            f(res.get("analytics_after_ingest_session_s"), "{:.1f}"),
+        ),
         ("file -> report s: goaccess (JSON)", f(res["goaccess_s"], "{:.1f}")),
         (
             "file -> gold time vs duckdb / goaccess",
             " / ".join(
                 f(res[k], "{:.2f}") for k in ("file_to_gold_vs_duckdb", "file_to_gold_vs_goaccess")
+            ),
+        ),
+        (
+            "logberg run file -> gold vs duckdb / goaccess",
+            " / ".join(
+                f(res.get(k), "{:.2f}")
+                for k in (
+                    "file_to_gold_one_process_vs_duckdb",
+                    "file_to_gold_one_process_vs_goaccess",
+                )
             ),
         ),
         (
@@ -645,6 +700,7 @@ def main() -> int:
     d5 = res["duckdb"].get("lines_5m", {})
     l5 = res["logberg"].get("lines_5m", {})
     inc = res["incremental"] or {}
+    one = l5.get("one_process") or {}
     res.update(
         {
             "duckdb_lines_per_s": d5.get("lines_per_s"),
@@ -671,6 +727,15 @@ def main() -> int:
             "file_to_gold_vs_goaccess": ratio(
                 l5.get("file_to_gold_s"), (res["goaccess"] or {}).get("wall_s")
             ),
+            "file_to_gold_one_process_s": one.get("wall_s"),
+            "analytics_after_ingest_session_s": one.get("analytics_session_s"),
+            "file_to_gold_one_process_vs_duckdb": ratio(
+                one.get("wall_s"), d5.get("file_to_gold_s")
+            ),
+            "file_to_gold_one_process_vs_goaccess": ratio(
+                one.get("wall_s"), (res["goaccess"] or {}).get("wall_s")
+            ),
+            "file_to_gold_one_process_peak_rss_mb": one.get("peak_rss_mb"),
             "file_to_gold_peak_rss_mb": max(
                 (v for v in (l5.get("peak_rss_mb"), l5.get("analytics_peak_rss_mb")) if v),
                 default=None,
