@@ -106,6 +106,11 @@ def _request_sums() -> list[Column]:
     ]
 
 
+def _share(part: Column, whole: Column) -> Column:
+    """part / whole, NULL where whole is 0 (as an average over no known values)."""
+    return F.when(whole > 0, part / whole)
+
+
 def address_weeks(logs: DataFrame) -> DataFrame:
     """Per ISO week (week_start_date) and address: the request sums, unique_paths, and
     day_paths, the distinct paths of each weekday (Monday first). One grouping by week,
@@ -153,18 +158,8 @@ def ip_stats(sums: DataFrame) -> DataFrame:
 
 
 def hour_rollup(logs: DataFrame) -> DataFrame:
-    """Per date, hour and status class: requests, bytes, bot requests, known is_bot."""
-    return logs.groupBy("date", "hour", "status_category").agg(
-        F.count("*").alias("requests"),
-        F.sum("response_size").alias("bytes"),
-        F.count(F.when(F.col("is_bot"), 1)).alias("bots"),
-        F.count("is_bot").alias("bot_known"),
-    )
-
-
-def _share(part: Column, whole: Column) -> Column:
-    """part / whole, NULL where whole is 0 (as an average over no known values)."""
-    return F.when(whole > 0, part / whole)
+    """Per date, hour and status class: the request sums."""
+    return logs.groupBy("date", "hour", "status_category").agg(*_request_sums())
 
 
 def device_stats(devices: DataFrame, group: Sequence[str]) -> DataFrame:
@@ -190,14 +185,11 @@ def with_week(df: DataFrame) -> DataFrame:
     return base.select("*", *[week[k].alias(k) for k in WEEK_KEYS])
 
 
-def top_ips(sums: DataFrame, n: int) -> DataFrame:
+def top_ips(sums: DataFrame, n: int, weekly: bool) -> DataFrame:
     """daily_top_ips from address_days, weekly_top_ips from address_weeks."""
-    if "date" in sums.columns:
-        return output(
-            top_n(ip_stats(sums), ["date"], "request_count", "ip_address", n), DAILY_TOP_IPS
-        )
-    ranked = top_n(ip_stats(keyed_by_week(sums)), WEEK_KEYS, "request_count", "ip_address", n)
-    return output(ranked, WEEKLY_TOP_IPS)
+    group, table = (WEEK_KEYS, WEEKLY_TOP_IPS) if weekly else (["date"], DAILY_TOP_IPS)
+    stats = ip_stats(keyed_by_week(sums) if weekly else sums)
+    return output(top_n(stats, group, "request_count", "ip_address", n), table)
 
 
 def top_devices(devices: DataFrame, n: int, weekly: bool) -> DataFrame:
@@ -257,11 +249,11 @@ def summary_from(hours: DataFrame, weeks: DataFrame) -> DataFrame:
 
 
 def daily_top_ips(logs: DataFrame, n: int) -> DataFrame:
-    return top_ips(address_days(address_devices(logs), address_weeks(logs)), n)
+    return top_ips(address_days(address_devices(logs), address_weeks(logs)), n, weekly=False)
 
 
 def weekly_top_ips(logs: DataFrame, n: int) -> DataFrame:
-    return top_ips(address_weeks(logs), n)
+    return top_ips(address_weeks(logs), n, weekly=True)
 
 
 def daily_top_devices(logs: DataFrame, n: int) -> DataFrame:
@@ -381,9 +373,12 @@ def analytics(spark: SparkSession, cfg: AnalyticsConfig) -> AnalyticsResult:
         steps["rollups"] = round(time.monotonic() - t, 2)
         on_days = sql.dates_in("date", days)
         wanted = [
-            (DAILY_TOP_IPS, top_ips(address_days(devices.where(on_days), weekly), cfg.top_n)),
+            (
+                DAILY_TOP_IPS,
+                top_ips(address_days(devices.where(on_days), weekly), cfg.top_n, False),
+            ),
             (DAILY_TOP_DEVICES, top_devices(devices.where(on_days), cfg.top_n, weekly=False)),
-            (WEEKLY_TOP_IPS, top_ips(weekly, cfg.top_n)),
+            (WEEKLY_TOP_IPS, top_ips(weekly, cfg.top_n, weekly=True)),
             (WEEKLY_TOP_DEVICES, top_devices(devices, cfg.top_n, weekly=True)),
             (WEEKLY_ANALYTICS, summary_from(hours, weekly)),
         ]
@@ -393,8 +388,8 @@ def analytics(spark: SparkSession, cfg: AnalyticsConfig) -> AnalyticsResult:
                 address_devices(day_logs.where(~F.col("is_bot"))), human_weeks
             )
             wanted += [
-                (DAILY_TOP_IPS_HUMANS, top_ips(human_days, cfg.top_n)),
-                (WEEKLY_TOP_IPS_HUMANS, top_ips(human_weeks, cfg.top_n)),
+                (DAILY_TOP_IPS_HUMANS, top_ips(human_days, cfg.top_n, weekly=False)),
+                (WEEKLY_TOP_IPS_HUMANS, top_ips(human_weeks, cfg.top_n, weekly=True)),
             ]
         try:
             for table, df in wanted:
