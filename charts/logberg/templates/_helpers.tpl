@@ -72,6 +72,7 @@ app.kubernetes.io/part-of: logberg
   "spark.hadoop.fs.s3a.aws.credentials.provider" .Values.s3.credentialsProvider
   "spark.sql.session.timeZone" "UTC"
   "spark.sql.sources.partitionOverwriteMode" "dynamic"
+  "spark.sql.codegen.aggregate.map.twolevel.enabled" "false"
   "spark.driver.extraJavaOptions" "-XX:+UseG1GC -XX:-DontCompileHugeMethods -XX:CompileThresholdScaling=5"
   "spark.executor.extraJavaOptions" "-XX:+UseG1GC -XX:-DontCompileHugeMethods -XX:CompileThresholdScaling=5"
 }}
