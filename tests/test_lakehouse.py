@@ -11,8 +11,9 @@ from py4j.java_gateway import get_field
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
+from pyspark.testing import assertDataFrameEqual
 
-from logberg.lakehouse import schema, sql
+from logberg.lakehouse import rows, schema, sql
 from logberg.pipeline.parse import RejectReason, parse_lines, parser_return_type, to_access_rows
 
 AWKWARD = [
@@ -58,6 +59,44 @@ def test_dates_and_timestamps(spark: SparkSession) -> None:
     aware = dt.datetime(2025, 3, 1, 13, 0, 0, 5, tzinfo=dt.timezone(dt.timedelta(hours=2)))
     got = spark.sql(f"SELECT {sql.timestamp_literal(aware)} AS t").collect()[0].t
     assert got.replace(tzinfo=dt.timezone.utc) == aware  # the session time zone is UTC
+
+
+UTC = dt.timezone.utc
+RUN_ROWS: dict[str, list[tuple[Any, ...]]] = {
+    "analytics_runs": [
+        ("r1", dt.datetime(2025, 1, 6, 23, 59, 59, 999999, tzinfo=UTC),
+         dt.datetime(2025, 1, 7, 1, 0, tzinfo=dt.timezone(dt.timedelta(hours=2))),
+         ["a", "it's"], [dt.date(2025, 1, 6)], [], 1.25, 2**62),
+        ("r2", dt.datetime(2025, 1, 8, tzinfo=UTC), None, [], [], [], 0.0, None),
+    ],
+    "ingested_files": [
+        (f"file:///in/{name}", 10**12, dt.datetime(2025, 1, 6, tzinfo=UTC), "run", 3, 2, 1, None)
+        for name in AWKWARD
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(RUN_ROWS))
+@pytest.mark.parametrize("count", [0, 1, 2, len(AWKWARD)])
+def test_rows_frame_equals_create_data_frame(spark: SparkSession, name: str, count: int) -> None:
+    """Literal rows (no Python worker: no RDD in the plan) hold what createDataFrame would."""
+    table = next(t for t in schema.ALL_TABLES if t.name == name)
+    data = (RUN_ROWS[name] * len(AWKWARD))[:count]
+    df = rows.rows_frame(spark, data, table.struct())
+    assert "LogicalRDD" not in df._jdf.queryExecution().analyzed().toString()
+    assertDataFrameEqual(df, spark.createDataFrame(data, table.struct()), checkRowOrder=True)
+    assert df.schema.names == table.names
+
+
+def test_rows_frame_past_the_literal_limit(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rows, "LITERAL_ROWS", 1)
+    data = RUN_ROWS["analytics_runs"]
+    df = rows.rows_frame(spark, data, schema.ANALYTICS_RUNS.struct())
+    assertDataFrameEqual(df, spark.createDataFrame(data, schema.ANALYTICS_RUNS.struct()))
+    with pytest.raises(ValueError, match="a row of 2 values for 8 columns"):
+        rows.rows_frame(spark, [("r", None)], schema.ANALYTICS_RUNS.struct())
 
 
 def test_every_table_definition_parses_to_its_schema(spark: SparkSession) -> None:

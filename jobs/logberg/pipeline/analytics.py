@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 
 from logberg.errors import ConfigError
 from logberg.lakehouse import sql, tables
+from logberg.lakehouse.rows import rows_frame
 from logberg.lakehouse.schema import (
     ACCESS_LOGS,
     ANALYTICS_RUNS,
@@ -445,7 +446,7 @@ def analytics(spark: SparkSession, cfg: AnalyticsConfig) -> AnalyticsResult:
             duration,
             snapshot,
         )
-        spark.createDataFrame([row], ANALYTICS_RUNS.struct()).writeTo(
+        rows_frame(spark, [row], ANALYTICS_RUNS.struct()).writeTo(
             qualified(spark, ANALYTICS_RUNS)
         ).append()
     return AnalyticsResult(sorted(days), sorted(weeks), len(run_ids), cfg.top_n, duration, steps)

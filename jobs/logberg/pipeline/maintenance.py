@@ -27,6 +27,7 @@ from pyspark.sql import Row, SparkSession
 
 from logberg.errors import ConfigError
 from logberg.lakehouse import sql, tables
+from logberg.lakehouse.rows import rows_frame
 from logberg.lakehouse.schema import ACCESS_LOGS, ACCESS_SORT, DATABASE, MAINTENANCE_RUNS
 from logberg.lakehouse.tables import qualified
 
@@ -323,7 +324,7 @@ def record(
         report.status,
         report.error,
     )
-    spark.createDataFrame([row], MAINTENANCE_RUNS.struct()).writeTo(
+    rows_frame(spark, [row], MAINTENANCE_RUNS.struct()).writeTo(
         qualified(spark, MAINTENANCE_RUNS)
     ).append()
 

@@ -19,6 +19,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from logberg.lakehouse import sql
+from logberg.lakehouse.rows import rows_frame
 from logberg.lakehouse.schema import ACCESS_LOGS, INGEST_RUNS, LEDGER, REJECTS, Table
 from logberg.lakehouse.tables import qualified
 from logberg.pipeline.ingest.plan import InputFile
@@ -202,7 +203,7 @@ def append_ledger(
     for f in batch:
         ok, rej = accepted_by_file.get(f.uri, 0), rejected_by_file.get(f.uri, 0)
         rows.append((f.uri, f.size, f.modified, run_id, ok + rej, ok, rej, None))
-    spark.createDataFrame(rows, LEDGER.struct()).withColumn(
+    rows_frame(spark, rows, LEDGER.struct()).withColumn(
         "ingested_at", F.current_timestamp()
     ).writeTo(qualified(spark, LEDGER)).append()
 
@@ -210,7 +211,7 @@ def append_ledger(
 def record_run(spark: SparkSession, row: tuple[object, ...], replayable: bool) -> None:
     """Add a run's ingest_runs row. A replayable run (a stream batch, whose id is the same
     on a replay) is MERGEd on run_id, so a replay does not add it twice."""
-    df = spark.createDataFrame([row], INGEST_RUNS.struct())
+    df = rows_frame(spark, [row], INGEST_RUNS.struct())
     if not replayable:
         df.writeTo(qualified(spark, INGEST_RUNS)).append()
         return

@@ -32,6 +32,7 @@ from pyspark.sql import functions as F
 
 from logberg.errors import ConfigError
 from logberg.lakehouse import sql, tables
+from logberg.lakehouse.rows import rows_frame
 from logberg.lakehouse.schema import (
     ACCESS_LOGS,
     INGEST_RUNS,
@@ -112,7 +113,7 @@ def ingest_micro_batch(
         total.rejected,
         dt.datetime.now(dt.timezone.utc),
     )
-    spark.createDataFrame([row], STREAM_BATCHES.struct()).writeTo(
+    rows_frame(spark, [row], STREAM_BATCHES.struct()).writeTo(
         qualified(spark, STREAM_BATCHES)
     ).append()
     return IngestResult(run_id, len(files), changed, total, duration)
