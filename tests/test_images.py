@@ -20,6 +20,7 @@ import pytest
 import tomllib
 
 from logberg.platform.build import images
+from logberg.platform.cluster.images import content_tag
 from logberg.platform.runtime import agent_jars
 from logberg.platform.settings import LocalSettings, java_home
 
@@ -35,6 +36,9 @@ CHECKOV = REPO / ".tools" / "checkov-venv" / "bin" / "checkov"
 PINS = tomllib.loads((REPO / "jobs" / "logberg" / "versions.toml").read_text())
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 DOCKERFILES = {key: REPO / s.dockerfile for key, s in images.SPECS.items()}
+# The local cluster's own infrastructure images (logberg.platform.cluster.images): not
+# shipped, but built FROM the same pinned base.
+CLUSTER_DOCKERFILES = {key: REPO / "images" / key / "Dockerfile" for key in ("pause", "coredns")}
 USERS = {
     "spark": "185:185",
     "hive-metastore": "1000:1000",
@@ -66,7 +70,7 @@ def stages(dockerfile: Path) -> list[tuple[str, str | None]]:
 def test_every_arg_default_equals_versions_toml() -> None:
     pinned = images.pin_args(PINS)
     assert pinned["BASE_IMAGE"] == f"{PINS['base']['image']}@{PINS['base']['digest']}"
-    for key, dockerfile in DOCKERFILES.items():
+    for key, dockerfile in {**DOCKERFILES, **CLUSTER_DOCKERFILES}.items():
         for arg, default in images.declared_args(dockerfile).items():
             if arg in pinned:
                 assert default == pinned[arg], f"{key}: ARG {arg}={default}, pin {pinned[arg]}"
@@ -131,7 +135,7 @@ def arch_problems(dockerfile: Path) -> list[str]:
 
 
 def test_every_image_starts_from_the_pinned_debian_base() -> None:
-    for key, dockerfile in DOCKERFILES.items():
+    for key, dockerfile in {**DOCKERFILES, **CLUSTER_DOCKERFILES}.items():
         assert base_problems(dockerfile, key) == [], key
 
 
@@ -568,3 +572,14 @@ def test_checkov_images() -> None:
     for dockerfile in DOCKERFILES.values():
         for m in re.finditer(r"checkov:skip=(CKV_[A-Z0-9_]+)(.*)", dockerfile.read_text()):
             assert len(m.group(2).strip(": ")) > 20, f"{m.group(1)} needs a reason"
+
+
+def test_a_cluster_image_tag_changes_with_its_base(tmp_path: Path) -> None:
+    """The pause and CoreDNS tags hash the base's image id too: a remade base is a new tag,
+    so containerd never keeps serving an image built on the old one."""
+    (tmp_path / "Dockerfile").write_text("ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\n")
+    (tmp_path / "pause").write_bytes(b"\x7fELF")
+    old, new = content_tag(tmp_path, "sha256:aa"), content_tag(tmp_path, "sha256:bb")
+    assert old != new and old == content_tag(tmp_path, "sha256:aa")
+    (tmp_path / "pause").write_bytes(b"\x7fELF2")
+    assert content_tag(tmp_path, "sha256:aa") != old

@@ -54,6 +54,13 @@ class Pins:
     kubectl_wheel: str
     kind_node_image: str
     kube: KubePins
+    base_name: str  # "debian:bookworm-slim": what a base made locally with debootstrap is named
+    base_digest: str  # the pinned multi-arch index of that release
+
+    @property
+    def base(self) -> str:
+        """The Debian base every image builds FROM, pinned by digest."""
+        return f"{self.base_name}@{self.base_digest}"
 
     @property
     def spark_minor(self) -> str:
@@ -91,4 +98,6 @@ def pins() -> Pins:
             cni_plugins=raw["kubernetes"]["cni_plugins"],
             kind_node_image=raw["kubernetes"]["kind_node_image"],
         ),
+        base_name=raw["base"]["image"],
+        base_digest=raw["base"]["digest"],
     )

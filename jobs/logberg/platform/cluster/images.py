@@ -1,9 +1,11 @@
 """The two infrastructure images the cluster needs (pause, CoreDNS), and loading images
 into the node's containerd.
 
-Both images build FROM the locally made `debian:bookworm-slim` with podman; their tag is a
-hash of everything in the build context, so a changed binary or Dockerfile is a new tag and
-containerd can never keep serving an old image under the same name.
+Both build with podman FROM the Debian base the other images use: the pinned digest
+(versions.toml [base]) where podman has it, else the same release made here with
+debootstrap under its plain name (`make base-images`). Their tag is a hash of everything in
+the build context and of the base's image id, so a changed binary, Dockerfile or base is a
+new tag and containerd can never keep serving an old image under the same name.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ from pathlib import Path
 
 from logberg.errors import ConfigError, ServiceError
 from logberg.platform.cluster.procs import run
+from logberg.versions import pins
 
 REPO_IMAGES = Path(__file__).resolve().parents[4] / "images"
-BASE_IMAGE = "debian:bookworm-slim"
 PAUSE = "localhost/logberg-pause"
 COREDNS = "localhost/logberg-coredns"
 NAMESPACE = "k8s.io"  # containerd namespace of the CRI plugin
@@ -35,20 +37,21 @@ def images_dir() -> Path:
     return REPO_IMAGES
 
 
-def content_tag(context: Path) -> str:
-    digest = hashlib.sha256()
+def content_tag(context: Path, base_id: str = "") -> str:
+    digest = hashlib.sha256(base_id.encode() + b"\0")
     for path in sorted(p for p in context.rglob("*") if p.is_file()):
         digest.update(path.relative_to(context).as_posix().encode() + b"\0")
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
 
-def podman_build(context: Path, ref: str) -> None:
+def podman_build(context: Path, ref: str, base: str) -> None:
     """Build one image with podman. The one call the images builder will take over."""
     run(
         [
             "podman", "--runtime", "runc", "build", "--pull=never",
             "--ulimit", "nofile=65536:65536", "--ulimit", "nproc=65536:65536",
+            "--build-arg", f"BASE_IMAGE={base}",
             "-f", str(context / "Dockerfile"), "-t", ref, str(context),
         ],
         timeout=900,
@@ -59,12 +62,16 @@ def podman_has(ref: str) -> bool:
     return subprocess.run(["podman", "image", "exists", ref], capture_output=True).returncode == 0
 
 
-def ensure_base() -> None:
-    if not podman_has(BASE_IMAGE):
-        raise ServiceError(
-            f"podman has no {BASE_IMAGE} image. No registry is reachable: the images build "
-            "makes the base locally with debootstrap and imports it into podman under that name"
-        )
+def base_image() -> tuple[str, str]:
+    """(what FROM gets, its image id): the pinned base, else the same release by name."""
+    p = pins()
+    for ref in (p.base, p.base_name):
+        if podman_has(ref):
+            return ref, run(["podman", "image", "inspect", "--format", "{{.Id}}", ref]).strip()
+    raise ServiceError(
+        f"podman has neither {p.base} nor {p.base_name}. Where no registry answers, "
+        "`make base-images` makes the base with debootstrap and imports it under that name"
+    )
 
 
 def build_pause(log: Log) -> str:
@@ -89,13 +96,13 @@ def build_coredns(coredns_binary: Path, log: Log) -> str:
 
 
 def _build(ctx: Path, name: str, log: Log) -> str:
-    ref = f"{name}:{content_tag(ctx)}"
+    base, base_id = base_image()
+    ref = f"{name}:{content_tag(ctx, base_id)}"
     if podman_has(ref):
         log(f"image {ref}: present")
         return ref
-    ensure_base()
-    log(f"image {ref}: podman build")
-    podman_build(ctx, ref)
+    log(f"image {ref}: podman build FROM {base}")
+    podman_build(ctx, ref, base)
     return ref
 
 
