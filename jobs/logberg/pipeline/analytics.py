@@ -209,7 +209,7 @@ def with_week(df: DataFrame) -> DataFrame:
     return base.select("*", *[week[k].alias(k) for k in WEEK_KEYS])
 
 
-def top_ips(sums: DataFrame, n: int, weekly: bool) -> DataFrame:
+def top_ips(sums: DataFrame, n: int, *, weekly: bool) -> DataFrame:
     """daily_top_ips from address_days, weekly_top_ips from address_weeks."""
     group, table = (WEEK_KEYS, WEEKLY_TOP_IPS) if weekly else (["date"], DAILY_TOP_IPS)
     stats = ip_stats(keyed_by_week(sums) if weekly else sums)
@@ -400,7 +400,7 @@ def analytics(spark: SparkSession, cfg: AnalyticsConfig) -> AnalyticsResult:
         wanted = [
             (
                 DAILY_TOP_IPS,
-                top_ips(address_days(devices.where(on_days), paths), cfg.top_n, False),
+                top_ips(address_days(devices.where(on_days), paths), cfg.top_n, weekly=False),
             ),
             (DAILY_TOP_DEVICES, top_devices(devices.where(on_days), cfg.top_n, weekly=False)),
             (WEEKLY_TOP_IPS, top_ips(address_weeks(devices, paths), cfg.top_n, weekly=True)),
