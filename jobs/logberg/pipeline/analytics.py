@@ -135,9 +135,15 @@ def address_paths(logs: DataFrame) -> DataFrame:
     )
 
 
-def _same_address(left: DataFrame, right: DataFrame, key: str) -> Column:
-    """Equal `key` and address; a missing address (NULL) is one address."""
-    return (left[key] == right[key]) & left["ip_address"].eqNullSafe(right["ip_address"])
+def _with_unique_paths(sums: DataFrame, paths: DataFrame, key: str) -> DataFrame:
+    """`sums` with unique_paths from the `paths` row of equal `key` and address; a missing
+    address (NULL) is one address. Both sides come from one scan of access_logs, so they
+    are joined by alias: a condition between their columns would compare a column with
+    itself, which Spark only rewrites with a warning."""
+    same = (F.col(f"s.{key}") == F.col(f"p.{key}")) & F.col("s.ip_address").eqNullSafe(
+        F.col("p.ip_address")
+    )
+    return sums.alias("s").join(paths.alias("p"), same).select("s.*", "p.unique_paths")
 
 
 def address_weeks(devices: DataFrame, paths: DataFrame) -> DataFrame:
@@ -148,8 +154,7 @@ def address_weeks(devices: DataFrame, paths: DataFrame) -> DataFrame:
         ["week_start_date", "ip_address"],
         SUMS,
     )
-    same = _same_address(sums, paths, "week_start_date")
-    return sums.join(paths, same).select(sums["*"], paths["unique_paths"])
+    return _with_unique_paths(sums, paths, "week_start_date")
 
 
 def address_devices(logs: DataFrame) -> DataFrame:
@@ -164,9 +169,7 @@ def address_days(devices: DataFrame, paths: DataFrame) -> DataFrame:
     days = paths.select(
         "week_start_date", "ip_address", F.posexplode("day_paths").alias("d", "unique_paths")
     ).select(F.date_add("week_start_date", F.col("d")).alias("date"), "ip_address", "unique_paths")
-    return sums.join(days, _same_address(sums, days, "date")).select(
-        sums["*"], days["unique_paths"]
-    )
+    return _with_unique_paths(sums, days, "date")
 
 
 def ip_stats(sums: DataFrame) -> DataFrame:
