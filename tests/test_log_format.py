@@ -16,7 +16,8 @@ import pytest
 from pyspark.sql import Row, SparkSession
 
 from logberg.errors import ConfigError
-from logberg.lakehouse.schema import ACCESS_LOGS
+from logberg.lakehouse import tables
+from logberg.lakehouse.schema import ACCESS_LOGS, NO_DICTIONARY_PROP
 from logberg.pipeline.ingest import batch
 from logberg.pipeline.ingest.config import IngestConfig
 from logberg.pipeline.ingest.reader import read_parsed
@@ -241,6 +242,18 @@ def test_without_the_rule_the_header_is_only_kept(spark, tmp_path: Path) -> None
 # ---- into the lakehouse --------------------------------------------------------------------
 
 
+ROW_UNIQUE = {"line_number", "timestamp", "request", "url_path", "query_string", "forwarded_for"}
+
+
+def no_dictionary_columns(spark: SparkSession) -> set[str]:
+    props = tables.table_properties(spark, ACCESS_LOGS)
+    return {
+        k.removeprefix(NO_DICTIONARY_PROP)
+        for k, v in props.items()
+        if k.startswith(NO_DICTIONARY_PROP) and v == "false"
+    }
+
+
 def combined_line(n: int) -> str:
     return f'1.2.3.{n} - - [{T}] "GET /p{n} HTTP/1.1" 200 {n} "-" "{AGENT}"'
 
@@ -256,6 +269,18 @@ def test_a_combined_table_gains_the_new_columns_and_keeps_its_rows(
     # combined logs leave the table as it always was: no format columns
     assert spark.table("nginx_logs.access_logs").columns == ACCESS_LOGS.names
     before = spark.table("nginx_logs.access_logs").orderBy("event_id").collect()
+    # Parquet dictionaries are off for the unique-ish columns the table has, and named for
+    # no column it lacks; a property an older logberg set for a missing one is removed.
+    request_id = f"{NO_DICTIONARY_PROP}request_id"
+    assert no_dictionary_columns(spark) == {"event_id", "url", "referer"} | ROW_UNIQUE
+    spark.sql(f"ALTER TABLE nginx_logs.access_logs SET TBLPROPERTIES ('{request_id}'='false')")
+    tables.upgrade(spark, ACCESS_LOGS)
+    assert "request_id" not in no_dictionary_columns(spark)
+    # ... and a table that is current is left alone: no new metadata version
+    versions = "SELECT COUNT(*) FROM nginx_logs.access_logs.metadata_log_entries"
+    n = spark.sql(versions).collect()[0][0]
+    tables.upgrade(spark, ACCESS_LOGS)
+    assert spark.sql(versions).collect()[0][0] == n
 
     new = tmp_path / "new"
     new.mkdir()
@@ -275,6 +300,7 @@ def test_a_combined_table_gains_the_new_columns_and_keeps_its_rows(
         "upstream_addr", "upstream_status", "request_id",  # what upstreaminfo carries
         "proxy_upstream_name", "proxy_alternative_upstream_name", "upstream_response_length",
     ]  # fmt: skip
+    assert "request_id" in no_dictionary_columns(spark)  # set with the column
     old_rows = table.where("source_file LIKE '%/old/%'").orderBy("event_id")
     assert old_rows.select(*before[0].__fields__).collect() == before  # unchanged
     assert (

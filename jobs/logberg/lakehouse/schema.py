@@ -7,7 +7,7 @@ All tables are Iceberg format v2 with zstd Parquet, in the namespace `DATABASE`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -138,37 +138,47 @@ NO_DICTIONARY = (
     "request_id",
 )
 UNSHUFFLED = {"write.distribution-mode": "none"}
+NO_DICTIONARY_PROP = "write.parquet.dict-encoding-enabled.column."
+
+
+def no_dictionary(columns: Iterable[str]) -> dict[str, str]:
+    """The write properties that turn the Parquet dictionary off for those of `columns` in
+    NO_DICTIONARY. Only for columns the table has: Iceberg's writer warns once per data
+    file about a property that names a missing column."""
+    return {f"{NO_DICTIONARY_PROP}{c}": "false" for c in columns if c in NO_DICTIONARY}
+
 
 # Partitioned by the UTC date (date filters prune files). Ingest writes without a shuffle or
 # a sort: each task writes one input file, whose lines are already in time order, so hour
 # and timestamp ranges per file stay tight; the fanout writer copes with a file that crosses
 # midnight. `logberg maintain --strategy sort` sorts by ACCESS_SORT.
+ACCESS_COLUMNS = cols(
+    "event_id STRING!, ip_address STRING, remote_user STRING, timestamp TIMESTAMP, "
+    "date DATE, hour INT, method STRING, url STRING, url_path STRING, "
+    "query_string STRING, protocol STRING, request STRING, status_code INT, "
+    "status_category STRING, response_size BIGINT, referer STRING, user_agent STRING, "
+    "forwarded_for STRING, device_type STRING, browser STRING, os STRING, "
+    "is_bot BOOLEAN, file_extension STRING, year INT, month INT, day INT, "
+    "week_year INT, week_of_year INT, source_file STRING, line_number BIGINT, "
+    "processed_timestamp TIMESTAMP",
+    event_id="deterministic: hash(source_file)-line_number",
+    ip_address="the client: $remote_addr, or from X-Forwarded-For (--client-ip)",
+    timestamp="UTC, converted from the line's offset",
+    date="UTC date",
+    request="raw request field",
+    week_year="ISO-8601 week-based year",
+    week_of_year="ISO-8601 week",
+)
 ACCESS_LOGS = Table(
     "access_logs",
-    cols(
-        "event_id STRING!, ip_address STRING, remote_user STRING, timestamp TIMESTAMP, "
-        "date DATE, hour INT, method STRING, url STRING, url_path STRING, "
-        "query_string STRING, protocol STRING, request STRING, status_code INT, "
-        "status_category STRING, response_size BIGINT, referer STRING, user_agent STRING, "
-        "forwarded_for STRING, device_type STRING, browser STRING, os STRING, "
-        "is_bot BOOLEAN, file_extension STRING, year INT, month INT, day INT, "
-        "week_year INT, week_of_year INT, source_file STRING, line_number BIGINT, "
-        "processed_timestamp TIMESTAMP",
-        event_id="deterministic: hash(source_file)-line_number",
-        ip_address="the client: $remote_addr, or from X-Forwarded-For (--client-ip)",
-        timestamp="UTC, converted from the line's offset",
-        date="UTC date",
-        request="raw request field",
-        week_year="ISO-8601 week-based year",
-        week_of_year="ISO-8601 week",
-    ),
+    ACCESS_COLUMNS,
     partitioned_by="date",
     properties={
         **UNSHUFFLED,
         "write.spark.fanout.enabled": "true",
         "write.target-file-size-bytes": str(256 * 1024 * 1024),
         **FILE_METRICS,
-        **{f"write.parquet.dict-encoding-enabled.column.{c}": "false" for c in NO_DICTIONARY},
+        **no_dictionary(c.name for c in ACCESS_COLUMNS),
     },
 )
 ACCESS_SORT = "date, hour, timestamp"

@@ -8,7 +8,14 @@ from dataclasses import replace
 from pyspark.sql import SparkSession
 
 from logberg.lakehouse import sql
-from logberg.lakehouse.schema import DATABASE, Column, Table, properties_sql
+from logberg.lakehouse.schema import (
+    DATABASE,
+    NO_DICTIONARY_PROP,
+    Column,
+    Table,
+    no_dictionary,
+    properties_sql,
+)
 from logberg.lakehouse.session import CATALOG
 
 # Iceberg commit conflicts, as they surface through Py4J / Spark's error conversion.
@@ -35,6 +42,23 @@ def existing(spark: SparkSession) -> set[str]:
     return {r.tableName for r in rows if not r.isTemporary}
 
 
+def table_properties(spark: SparkSession, table: Table | str) -> dict[str, str]:
+    """The table's properties as stored. SHOW TBLPROPERTIES hides the value of every key
+    that matches spark.sql.redaction.options.regex (default `(?i)url`: our `...column.url`
+    keys), so that is lifted for this one statement; Spark's secret pattern still applies."""
+    key = "spark.sql.redaction.options.regex"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "(?!)")  # matches nothing
+    try:
+        rows = spark.sql(f"SHOW TBLPROPERTIES {table}").collect()
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
+    return {r.key: r.value for r in rows}
+
+
 def upgrade(spark: SparkSession, table: Table) -> None:
     """Bring a table made by an older logberg to today's definition: columns added since
     (nullable, at the end: Iceberg schema evolution, no data rewritten) and today's write
@@ -43,11 +67,20 @@ def upgrade(spark: SparkSession, table: Table) -> None:
     added = [c for c in table.columns if c.name not in columns]
     if added:
         spark.sql(f"ALTER TABLE {table} ADD COLUMNS ({', '.join(c.ddl() for c in added)})")
-    have = {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
-    want = table.all_properties()
+    columns |= {c.name for c in added}
+    have = table_properties(spark, table)
+    want = {**table.all_properties(), **no_dictionary(columns)}
     missing = {k: v for k, v in want.items() if have.get(k) != v}
     if missing:
         spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ({properties_sql(missing)})")
+    # Older logberg set the dictionary property of format columns the table may not have.
+    stale = [
+        k
+        for k in have
+        if k.startswith(NO_DICTIONARY_PROP) and k.removeprefix(NO_DICTIONARY_PROP) not in columns
+    ]
+    if stale:
+        spark.sql(f"ALTER TABLE {table} UNSET TBLPROPERTIES IF EXISTS ({sql.literals(stale)})")
     if have.get("sort-order", "[]") not in ("", "[]"):
         spark.sql(f"ALTER TABLE {qualified(spark, table)} WRITE UNORDERED")
 
@@ -61,6 +94,9 @@ def add_columns(spark: SparkSession, table: Table, columns: Iterable[Column]) ->
         ddl = ", ".join(replace(c, name=sql.identifier(c.name)).ddl() for c in missing.values())
         spark.sql(f"ALTER TABLE {table} ADD COLUMNS ({ddl})")
         have = [*have, *missing]
+        props = no_dictionary(missing)
+        if props:
+            spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ({properties_sql(props)})")
     known = set(table.names)
     return [c for c in have if c not in known]
 
