@@ -17,7 +17,6 @@ import pytest
 from logberg.lakehouse.schema import ACCESS_LOGS
 from logberg.pipeline.ingest import batch, commit, plan, reader
 from logberg.pipeline.ingest.config import IngestConfig
-from logberg.pipeline.ingest.plan import InputFile
 from tests.conftest import REPO, run_logberg, run_side_by_side
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("lakehouse")]
@@ -156,23 +155,6 @@ def test_row_counts_from_file_metadata_match_the_data(spark, dataset) -> None:
 
     assert fold(meta) == fold((r.source_file, r.date, r.n) for r in data)
     assert sum(n for *_, n in meta) == manifest["totals"]["valid"]
-
-
-def test_agent_sample_reads_file_heads_plain_and_gzip(spark, tmp_path: Path, monkeypatch) -> None:
-    import datetime as dt
-    import gzip
-
-    line = '1.2.3.4 - - [01/Mar/2025:00:00:00 +0000] "GET / HTTP/1.1" 200 1 "-" "{}"\n'
-    (tmp_path / "a.log").write_text(line.format("agent-a") * 3 + line.format("agent-b"))
-    with gzip.open(tmp_path / "b.log.gz", "wt") as f:
-        f.write(line.format("agent-c") + "not a log line\n")
-    files = [
-        InputFile((tmp_path / n).as_uri(), 0, dt.datetime.now()) for n in ("a.log", "b.log.gz")
-    ]
-    assert reader.sample_agents(spark, files) == ["agent-a", "agent-b", "agent-c"]
-    # A head that ends inside a line drops that line.
-    monkeypatch.setattr(reader, "SAMPLE_BYTES", len(line.format("agent-a")) * 3 + 20)
-    assert reader.sample_agents(spark, files) == ["agent-a", "agent-c"]
 
 
 def test_rejects_keep_raw_line_reason_and_line_number(spark, dataset) -> None:

@@ -8,6 +8,8 @@ same rows, line numbers included, for every way a file can end its lines.
 from __future__ import annotations
 
 import gzip
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,8 +20,10 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from logberg.pipeline.ingest.plan import list_inputs
-from logberg.pipeline.ingest.reader import RejectSink, read_parsed, sample_agents
-from logberg.pipeline.parse import LINES_SOURCE, parse_lines
+from logberg.pipeline.ingest.reader import RejectSink, read_parsed
+from logberg.pipeline.logformat import ClientRule, Reading, compile_format
+from logberg.pipeline.parse import DERIVED_COLUMNS, LINES_SOURCE, parse_lines, to_access_rows
+from tests.conftest import REPO
 
 GOOD = (
     '1.2.3.4 - - [10/Jan/2025:13:55:36 +0100] "GET /a/B.JPG?x=1 HTTP/1.1" 200 12 "-" '
@@ -134,7 +138,6 @@ def test_file_names_that_need_escaping_in_a_uri(spark, tmp_path: Path) -> None:
     assert listed.uri.endswith("/access%2050%25.log")
     (row,) = read_parsed(spark, [listed.uri]).collect()
     assert (row.source_file, row.line_number, row.ip_address) == (listed.uri, 1, "1.2.3.4")
-    assert sample_agents(spark, [listed]) == [GOOD.split('"')[5]]
 
 
 def test_the_sink_keeps_each_rejected_line_once(spark, tmp_path: Path) -> None:
@@ -177,3 +180,86 @@ def test_a_missing_option_or_file_is_a_clear_error(spark, tmp_path: Path) -> Non
         _load(spark, files=_uri(tmp_path / "x.log"), rejects="nope").collect()
     with pytest.raises(Exception, match=r"missing\.log"):
         read_parsed(spark, [_uri(tmp_path / "missing.log")]).collect()
+
+
+# ---- the columns the reader derives (read_parsed(..., derived=True)) --------------------------
+
+
+def _line(when: str, status: int = 200, agent: str = "Mozilla/5.0 (X11; Linux x86_64)") -> str:
+    return f'1.2.3.4 - - [{when}] "GET /p/a.html HTTP/1.1" {status} 5 "-" "{agent}"'
+
+
+# Lines whose derived columns are easy to get wrong: ISO weeks at year ends, offsets that move
+# a line across midnight or into another year, the epoch's edge, every status class, agents
+# of each kind, none ("-"), an empty one and one that is not ASCII.
+EDGES = [
+    _line("29/Dec/2024:12:00:00 +0000"),  # Sunday: 2024-W52
+    _line("30/Dec/2024:12:00:00 +0000"),  # Monday: 2025-W01
+    _line("03/Jan/2021:12:00:00 +0000"),  # Sunday: 2020-W53
+    _line("31/Dec/2026:12:00:00 +0000"),  # Thursday: 2026-W53
+    _line("01/Jan/2025:00:30:00 +0100"),  # UTC 2024-12-31 23:30
+    _line("31/Dec/2024:23:30:00 -0500"),  # UTC 2025-01-01 04:30
+    _line("31/Dec/1969:23:59:59 +0000"),  # before the epoch
+    *[_line("10/Jan/2025:13:55:36 +0000", status) for status in (100, 199, 200, 299, 300)],
+    *[_line("10/Jan/2025:13:55:36 +0000", status) for status in (399, 400, 499, 500, 599)],
+    _line("10/Jan/2025:13:55:36 +0000", agent="Googlebot/2.1 (+http://www.google.com/bot.html)"),
+    _line("10/Jan/2025:13:55:36 +0000", agent="Mozilla/5.0 (iPad; CPU OS 17_0 like Mac OS X)"),
+    _line("10/Jan/2025:13:55:36 +0000", agent="Mozilla/5.0 (iPhone; CPU iPhone OS 17_0)"),
+    _line("10/Jan/2025:13:55:36 +0000", agent="-"),
+    _line("10/Jan/2025:13:55:36 +0000", agent=""),
+    _line("10/Jan/2025:13:55:36 +0000", agent="curl/8.5.0 é"),
+    "garbage",
+    BAD_STATUS,
+]
+
+
+def _generated(tmp_path: Path, fmt: str) -> str:
+    """A small generated log in `fmt` (malformed lines included); its file's URI."""
+    out = tmp_path / fmt
+    subprocess.run(
+        [
+            sys.executable, "-m", "generator", "--output", out.as_uri(), "--num-files", "1",
+            "--lines-per-file", "3000", "--start-date", "2025-12-28", "--end-date",
+            "2026-01-02", "--seed", "11", "--malformed-rate", "0.01", "--no-gzip", "--quiet",
+            "--format", fmt,
+        ],
+        check=True, cwd=REPO, capture_output=True,
+    )  # fmt: skip
+    (path,) = (p for p in out.rglob("*.log") if "_manifests" not in p.parts)
+    return _uri(path)
+
+
+@pytest.mark.parametrize("fmt", ["combined", "ingress-nginx", "json"])
+def test_the_readers_derived_columns_equal_the_transforms(spark, tmp_path: Path, fmt) -> None:
+    """Ingest takes event_id, the calendar, status and device columns from the reader; they
+    must be what the transforms (`enrich`, `event_id`) compute from the same lines."""
+    uris = [_generated(tmp_path, fmt)]
+    if fmt == "combined":
+        edges = tmp_path / "edges" / "edges 50%.log"  # the event id hashes the URI as listed
+        edges.parent.mkdir()
+        edges.write_text("\n".join(EDGES) + "\n")
+        uris += [f.uri for f in list_inputs(spark, [edges.parent.as_uri()], None)]
+    reading = Reading(compile_format(fmt), ClientRule())
+    at = F.lit("2025-06-01 00:00:00").cast("timestamp")
+    derived = read_parsed(spark, uris, None, reading, derived=True)
+    got = to_access_rows(derived, at)
+    want = to_access_rows(read_parsed(spark, uris, None, reading), at)
+    assert got.count() > 2900
+    assertDataFrameEqual(got, want)
+    rejected = derived.where(F.col("reject_reason").isNotNull())
+    assert rejected.count() > 0
+    assert rejected.where(" OR ".join(f"{c} IS NOT NULL" for c in DERIVED_COLUMNS)).count() == 0
+    if fmt != "combined":
+        return
+    rows = {r.line_number: r for r in got.where(F.col("source_file") == uris[1]).collect()}
+    week = {n: (rows[n].week_year, rows[n].week_of_year) for n in (1, 2, 3, 4)}
+    assert week == {1: (2024, 52), 2: (2025, 1), 3: (2020, 53), 4: (2026, 53)}
+    assert (str(rows[5].date), rows[5].hour, rows[5].year) == ("2024-12-31", 23, 2024)
+    assert (str(rows[6].date), rows[6].hour, rows[6].week_year) == ("2025-01-01", 4, 2025)
+    assert (str(rows[7].date), rows[7].hour) == ("1969-12-31", 23)
+    classes = ["Informational", "Success", "Redirect", "Client Error", "Server Error"]
+    assert [rows[n].status_category for n in range(8, 18)] == [c for c in classes for _ in "ab"]
+    assert (rows[18].device_type, rows[18].is_bot) == ("bot", True)
+    assert [rows[n].device_type for n in (19, 20)] == ["tablet", "mobile"]
+    assert (rows[21].user_agent, rows[21].device_type, rows[21].is_bot) == (None, "other", False)
+    assert rows[1].event_id.endswith("-1") and len(rows[1].event_id.split("-")[0]) == 16

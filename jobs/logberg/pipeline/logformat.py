@@ -132,11 +132,6 @@ class LogFormat:
         return self.name in FAST_PATH
 
     @property
-    def agent_is_sixth_quoted(self) -> bool:
-        """Whether the agent is the line's 6th quoted field, as in combined (sampling)."""
-        return self.fast_path or self.name == "ingress-nginx"
-
-    @property
     def extras(self) -> tuple[str, ...]:
         """Columns of the variables logberg does not know: STRING, named after them."""
         return tuple(t.variable for t in self.tokens if t.variable and t.variable not in VARIABLES)

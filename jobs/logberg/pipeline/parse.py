@@ -23,6 +23,12 @@ from logberg.pipeline.devices import classify_device
 from logberg.pipeline.weeks import iso_week
 
 PARSE_UDF = "logberg_parse_line"
+# What `enrich` and `event_id` add to a parsed line; ingest's reader can compute them itself
+# (`read_parsed(..., derived=True)`, dev.logberg.Derived: the same values).
+DERIVED_COLUMNS = (
+    "event_id", "date", "hour", "year", "month", "day", "week_year", "week_of_year",
+    "status_category", "device_type", "browser", "os", "is_bot",
+)  # fmt: skip
 PARSE_CLASS = "dev.logberg.ParseLine"
 LINES_SOURCE = "dev.logberg.LogLines"  # the same parser as a data source (ingest's reader)
 
@@ -127,11 +133,15 @@ def to_access_rows(
     """Parsed lines (with source_file and line_number) -> the access_logs rows of the good
     ones, in the table's column order; then `extras`, the columns the table gained from log
     formats (`FORMAT_COLUMNS`, typed, and unknown variables, STRING), NULL where these
-    lines' format has none."""
+    lines' format has none. Lines read with `derived=True` carry `DERIVED_COLUMNS` already
+    (the same values `enrich` and `event_id` give); others get them here."""
     ok = parsed.where(F.col("reject_reason").isNull())
-    rows = enrich(ok, agents).withColumn("processed_timestamp", processed_at)
-    rows = rows.withColumn("event_id", event_id(F.col("source_file"), F.col("line_number")))
     have = set(parsed.columns)  # a combined read has no format columns
+    if have.issuperset(DERIVED_COLUMNS):  # the reader computed them (`read_parsed`)
+        rows = ok.withColumn("processed_timestamp", processed_at)
+    else:
+        rows = enrich(ok, agents).withColumn("processed_timestamp", processed_at)
+        rows = rows.withColumn("event_id", event_id(F.col("source_file"), F.col("line_number")))
     types = {c.name: c.type for c in FORMAT_COLUMNS}
     tail = [
         F.col(c) if c in have else F.lit(None).cast(types.get(c, "string")).alias(c) for c in extras

@@ -6,9 +6,9 @@ Every line read lands once, in access_logs or in the rejects table: after each c
 job checks that the table holds exactly the accepted rows of the batch's files and that
 the rejects commit added exactly the rejected lines (`IngestConfig.verify`).
 
-Speed (bench/README.md): one parse per line, no cache, no shuffle of the rows; agents are
-classified once per distinct agent; rejected lines are kept (bounded) while the batch is
-written, so they need no second read.
+Speed (bench/README.md): one parse per line, no cache, no shuffle of the rows; the reader
+computes the derived columns too, classifying each distinct agent once; rejected lines are
+kept (bounded) while the batch is written, so they need no second read.
 """
 
 from __future__ import annotations
@@ -27,11 +27,10 @@ from pyspark.sql import functions as F
 from logberg.lakehouse import tables
 from logberg.lakehouse.schema import ACCESS_LOGS, INGEST_RUNS, INGEST_TABLES, LEDGER, REJECTS
 from logberg.lakehouse.tables import is_commit_conflict
-from logberg.pipeline.devices import agent_lookup
 from logberg.pipeline.ingest import commit
 from logberg.pipeline.ingest.config import IngestConfig
 from logberg.pipeline.ingest.plan import InputFile, batches, ledger_state, list_inputs, plan
-from logberg.pipeline.ingest.reader import RejectSink, file_index, read_parsed, sample_agents
+from logberg.pipeline.ingest.reader import RejectSink, file_index, read_parsed
 from logberg.pipeline.logformat import Reading
 from logberg.pipeline.parse import to_access_rows
 
@@ -111,10 +110,10 @@ def ingest_batch(
 ) -> BatchResult:
     """Read, parse and commit one batch of files:
 
-    1. the agent lookup table, from the agents at the head of some files (driver-side);
-    2. one read of the files, parsed as it is read, writing access_logs; rejected lines are
-       located (file, line) and kept in memory, bounded;
-    3. the kept lines (or, over that bound, the files that have rejects, read again) into
+    1. one read of the files, parsed as it is read (the derived columns and device
+       classes included), writing access_logs; rejected lines are located (file, line)
+       and kept in memory, bounded;
+    2. the kept lines (or, over that bound, the files that have rejects, read again) into
        the rejects table; then the check, then the ledger.
 
     `expected`: files the ledger already lists (changed files, --full): their earlier rows
@@ -128,13 +127,11 @@ def ingest_batch(
     tag = f"{run_id}-{uuid.uuid4().hex[:8]}"
     t = time.monotonic()
     reading = reading or Reading()
-    agents = sample_agents(spark, batch) if reading.log_format.agent_is_sixth_quoted else []
-    lookup = agent_lookup(spark, agents)
-    t = res.timed("agents", t)
 
     seen = Observation("logberg_ingest")
     sink = RejectSink(spark)
-    parsed = read_parsed(spark, uris, sink, reading).observe(
+    # The reader also computes the event id, calendar, status and device columns (`derived`).
+    parsed = read_parsed(spark, uris, sink, reading, derived=True).observe(
         seen,
         F.count(F.lit(1)).alias("lines"),
         F.count("reject_reason").alias("rejected"),
@@ -143,7 +140,7 @@ def ingest_batch(
         ),
     )
     now = F.current_timestamp()
-    access = to_access_rows(parsed, now, lookup, extras)
+    access = to_access_rows(parsed, now, extras=extras)
     committed = commit.replace_rows(spark, ACCESS_LOGS, access, uris, tag)
     res.snapshot_id = committed.snapshot_id
     res.replaced_concurrent = len(committed.replaced - expected)

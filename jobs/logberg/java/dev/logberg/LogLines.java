@@ -58,20 +58,22 @@ import org.apache.spark.unsafe.types.UTF8String;
  * straight from the file's buffer into Spark's rows: no String per line, no row conversion.
  *
  * <p>With the option {@code rejects} (the id of a registered {@link RejectCollector}), every
- * rejected line is also added to that collector.
+ * rejected line is also added to that collector. With {@code derived=true}, the rows end with
+ * the {@link Derived} columns (event id, calendar fields, status class, device classes),
+ * null on rejected lines.
  */
 public final class LogLines implements TableProvider {
   /** Where the parsed fields start in {@link #SCHEMA}. */
   private static final int FIELDS = 4;
 
-  public static final StructType SCHEMA = schema(Field.values().length, new String[0]);
+  public static final StructType SCHEMA = schema(Field.values().length, new String[0], false);
 
   /**
    * The columns: the first {@code fields} {@link Field}s (all, or {@link Field#BASE} when
    * lines are read as combined with the client from $remote_addr), then a STRING column per
-   * variable of {@code extras}.
+   * variable of {@code extras}, then, with {@code derived}, the {@link Derived} columns.
    */
-  private static StructType schema(int fields, String[] extras) {
+  private static StructType schema(int fields, String[] extras, boolean derived) {
     StructType s =
         new StructType()
             .add("source_file", "string", false)
@@ -82,14 +84,23 @@ public final class LogLines implements TableProvider {
       if (f.ordinal() < fields) s = s.add(f.column, DataType.fromDDL(f.type), true);
     }
     for (String x : extras) s = s.add(x, "string", true);
+    if (derived) {
+      for (String[] c : Derived.COLUMNS) s = s.add(c[0], c[1], true);
+    }
     return s;
   }
 
   @Override
   public StructType inferSchema(CaseInsensitiveStringMap options) {
     final String format = options.get("format");
-    if (format == null) return schema(fieldCount(options), new String[0]);
-    return schema(Field.values().length, new LogFormat(format).extras);
+    final boolean derived = derived(options);
+    if (format == null) return schema(fieldCount(options), new String[0], derived);
+    return schema(Field.values().length, new LogFormat(format).extras, derived);
+  }
+
+  /** The option {@code derived=true}: the rows carry the {@link Derived} columns too. */
+  private static boolean derived(Map<String, String> options) {
+    return "true".equalsIgnoreCase(options.get("derived"));
   }
 
   /** Every field with a format or a client rule; else the base ones (combined's fast path). */
@@ -143,7 +154,8 @@ public final class LogLines implements TableProvider {
       final Settings settings =
           new Settings(
               format == null ? null : new LogFormat(format),
-              client == null || client.isEmpty() ? null : new ClientAddress(client));
+              client == null || client.isEmpty() ? null : new ClientAddress(client),
+              derived(options));
       final StructType schema = this.schema;
       return () ->
           new LinesScan(
@@ -151,15 +163,20 @@ public final class LogLines implements TableProvider {
     }
   }
 
-  /** How lines are read: a {@link LogFormat} (null: combined) and the client rule. */
+  /**
+   * How lines are read: a {@link LogFormat} (null: combined), the client rule, and whether
+   * rows carry the {@link Derived} columns.
+   */
   private static final class Settings implements Serializable {
     private static final long serialVersionUID = 1L;
     final LogFormat format;
     final ClientAddress client;
+    final boolean derived;
 
-    Settings(LogFormat format, ClientAddress client) {
+    Settings(LogFormat format, ClientAddress client, boolean derived) {
       this.format = format;
       this.client = client;
+      this.derived = derived;
     }
   }
 
@@ -246,7 +263,11 @@ public final class LogLines implements TableProvider {
       this.conf = conf;
       this.rejects = rejects;
       this.settings = settings;
-      this.width = schema.length() - FIELDS - (settings.format == null ? 0 : settings.format.extras.length);
+      this.width =
+          schema.length()
+              - FIELDS
+              - (settings.format == null ? 0 : settings.format.extras.length)
+              - (settings.derived ? Derived.width() : 0);
     }
 
     @Override
@@ -269,6 +290,8 @@ public final class LogLines implements TableProvider {
     private final LogFormat format;
     private final int extras; // where the extras' columns start
     private final int width; // the Fields in a row: all, or Field.BASE
+    private final Derived derived; // null: the rows carry no derived columns
+    private final int derivedAt; // where they start
     private final UnsafeRowWriter row;
     private byte[] buf = new byte[1 << 20];
     private int pos, lim;
@@ -282,10 +305,13 @@ public final class LogLines implements TableProvider {
       final int n = format == null ? 0 : format.extras.length;
       this.width = width;
       this.extras = FIELDS + width;
-      this.row = new UnsafeRowWriter(FIELDS + width + n, 512);
+      this.derivedAt = FIELDS + width + n;
+      this.row =
+          new UnsafeRowWriter(derivedAt + (settings.derived ? Derived.width() : 0), 512);
       scan.extras(n);
       scan.client = settings.client;
       this.file = uri.getBytes(StandardCharsets.UTF_8);
+      this.derived = settings.derived ? new Derived(file) : null;
       this.rejects = rejects;
       final Path path;
       try {
@@ -413,6 +439,10 @@ public final class LogLines implements TableProvider {
         }
       }
       s.emit(this);
+      if (derived != null) {
+        if (ok) derived.write(w, derivedAt, s, lineNumber);
+        else Derived.setNull(w, derivedAt);
+      }
     }
 
     // FieldSink: the parsed fields go straight into the row, after source_file, line_number,
