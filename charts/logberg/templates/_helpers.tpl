@@ -49,7 +49,7 @@ app.kubernetes.io/part-of: logberg
 {{/* Spark conf equivalent to logberg.lakehouse.session.catalog_conf: the Iceberg catalog `logberg`
      (type=hive) as default catalog, spark_catalog wrapped by SparkSessionCatalog, S3A;
      plus logberg.lakehouse.session.JIT_OPTIONS (the ingest's generated code is over HotSpot's
-     8000-bytecode JIT limit; fewer compilations of start-up code). */}}
+     8000-bytecode JIT limit; C2 only for the per-row loops; the parallel collector). */}}
 {{- define "logberg.sparkConfDict" -}}
 {{- $uri := .Values.metastore.uri }}
 {{- $wh := .Values.warehouse.uri }}
@@ -73,8 +73,8 @@ app.kubernetes.io/part-of: logberg
   "spark.sql.session.timeZone" "UTC"
   "spark.sql.sources.partitionOverwriteMode" "dynamic"
   "spark.sql.codegen.aggregate.map.twolevel.enabled" "false"
-  "spark.driver.extraJavaOptions" "-XX:+UseG1GC -XX:-DontCompileHugeMethods -XX:CompileThresholdScaling=5"
-  "spark.executor.extraJavaOptions" "-XX:+UseG1GC -XX:-DontCompileHugeMethods -XX:CompileThresholdScaling=5"
+  "spark.driver.extraJavaOptions" "-XX:+UseParallelGC -XX:-DontCompileHugeMethods -XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 -XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000"
+  "spark.executor.extraJavaOptions" "-XX:+UseParallelGC -XX:-DontCompileHugeMethods -XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 -XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000"
 }}
 {{- with .Values.s3.endpoint }}
 {{- $_ := set $conf "spark.hadoop.fs.s3a.endpoint" . }}
