@@ -366,6 +366,7 @@ def bench_ingest(lh: Lakehouse, ds: Dataset, analytics: bool) -> dict[str, Any]:
     one_process = bench_run(lh, ds) if analytics else None
     return {
         "one_process": one_process,
+        "floor": bench_floor(lh) if analytics else None,
         "runs": runs,
         "ingest_wall_s": wall,
         "ingest_session_s": session,
@@ -422,6 +423,25 @@ def bench_run(lh: Lakehouse, ds: Dataset) -> dict[str, Any]:
         "analytics_session_s": median([r["analytics_session_s"] for r in runs]),
         "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
     }
+
+
+FLOOR_SQL = "SELECT count(*) FROM nginx_logs.analytics_runs"
+
+
+def bench_floor(lh: Lakehouse) -> dict[str, Any]:
+    """The least any logberg Spark command costs here: `logberg query` of the few-row
+    analytics_runs table (Python and JVM start, the session, the metastore's first call,
+    one Iceberg read, exit), whole process. No data work, so it is the fixed cost that
+    every ingest and analytics process pays before it reads a line."""
+    runs = []
+    for i in range(REPEATS):
+        r = lh.logberg("query", FLOOR_SQL, "--format", "csv").check("logberg query")
+        count = r.stdout.strip().splitlines()[-1]
+        if not count.isdigit() or int(count) < 1:
+            raise CorrectnessError(f"floor: {FLOOR_SQL} printed {count!r}, expected the runs")
+        runs.append({"wall_s": round(r.wall_s, 3), "peak_rss_mb": r.peak_tree_rss_mb})
+        log(f"floor {i + 1}/{REPEATS}: logberg query of analytics_runs {r.wall_s:.1f}s")
+    return {"sql": FLOOR_SQL, "runs": runs, "wall_s": median([r["wall_s"] for r in runs])}
 
 
 def bench_incremental(lh: Lakehouse, base: Dataset, days: list[Dataset]) -> dict[str, Any]:
@@ -547,6 +567,23 @@ def table(res: dict[str, Any]) -> str:
             f(res["duckdb_analytics_s"], "{:.1f}"),
         ),
         ("analytics time vs duckdb (<1 = faster)", f(res["analytics_vs_duckdb"], "{:.2f}")),
+        (
+            "spark floor s: logberg query of a few rows (whole process)",
+            f(res.get("spark_floor_s"), "{:.1f}"),
+        ),
+        (
+            "spark floor / duckdb's whole 5M analytics",
+            f(res.get("spark_floor_vs_duckdb_analytics"), "{:.2f}"),
+        ),
+        (
+            "analytics s of one 30k-line day / vs duckdb's 5M",
+            " / ".join(
+                (
+                    f(res.get("analytics_one_day_s"), "{:.1f}"),
+                    f(res.get("analytics_one_day_vs_duckdb_5m"), "{:.2f}"),
+                )
+            ),
+        ),
         ("report s (whole process, the 5M week's HTML)", f(res.get("report_s"), "{:.1f}")),
         ("report time vs analytics (bar: < 1.5)", f(res.get("report_vs_analytics"), "{:.2f}")),
         ("file -> gold s: logberg (ingest + analytics)", f(res["file_to_gold_s"], "{:.1f}")),
@@ -702,6 +739,7 @@ def main() -> int:
     l5 = res["logberg"].get("lines_5m", {})
     inc = res["incremental"] or {}
     one = l5.get("one_process") or {}
+    floor = l5.get("floor") or {}
     res.update(
         {
             "duckdb_lines_per_s": d5.get("lines_per_s"),
@@ -743,6 +781,16 @@ def main() -> int:
             ),
             "duckdb_file_to_gold_peak_rss_mb": d5.get("file_to_gold_peak_rss_mb"),
             "goaccess_peak_rss_mb": (res["goaccess"] or {}).get("peak_rss_mb"),
+            # What the bars of issue #21 are up against: the fixed cost of a Spark process
+            # (see bench_floor) and analytics over one 30k-line day, both whole processes.
+            "spark_floor_s": floor.get("wall_s"),
+            "spark_floor_vs_duckdb_analytics": ratio(
+                floor.get("wall_s"), l5.get("duckdb_analytics_wall_s")
+            ),
+            "analytics_one_day_s": inc.get("add_day_to_0_analytics_s"),
+            "analytics_one_day_vs_duckdb_5m": ratio(
+                inc.get("add_day_to_0_analytics_s"), l5.get("duckdb_analytics_wall_s")
+            ),
             "incremental_analytics_ratio": inc.get("incremental_analytics_ratio"),
             "incremental_ratio": inc.get("incremental_ratio"),
             "incremental_ratio_in_session": inc.get("incremental_ratio_in_session"),
