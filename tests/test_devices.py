@@ -18,7 +18,7 @@ from ua_parser import parse
 
 from generator.agents import AGENTS
 from logberg.pipeline import agent_rules
-from logberg.pipeline.devices import agent_lookup, classify_device
+from logberg.pipeline.devices import classify_device
 
 DATA = Path(__file__).parent / "data" / "agents"
 
@@ -126,16 +126,6 @@ def test_the_classic_mistakes(spark, ua: str, device: str, browser: str, os: str
 
 def test_a_missing_agent_is_other(spark) -> None:
     assert classify(spark, [None]) == [("other", "Other", "Other", False)]
-
-
-def test_the_lookup_and_the_udf_agree(spark) -> None:
-    """Ingest joins the agents it sampled and classifies the rest in place: one answer."""
-    agents = [a for _, a in tsv("browsers.tsv")[:40]] + [a for _, a in tsv("automated.tsv")[:40]]
-    df = spark.createDataFrame(list(enumerate(agents)), "i INT, user_agent STRING")
-    lookup = agent_lookup(spark, agents[::2])  # half of them sampled
-    joined = classify_device(df, lookup=lookup).orderBy("i").collect()
-    inline = classify_device(df).orderBy("i").collect()
-    assert [tuple(r) for r in joined] == [tuple(r) for r in inline]
 
 
 def agreement(got: list[tuple[str, str, str, bool]], agents: list[str], weights: list[float]):

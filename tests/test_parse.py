@@ -7,7 +7,6 @@ import datetime as dt
 import pytest
 from pyspark.sql import Row
 from pyspark.sql import functions as F
-from pyspark.testing import assertDataFrameEqual
 
 from logberg.pipeline.parse import PARSE_UDF, parse_lines, to_access_rows, to_rejects
 
@@ -214,40 +213,6 @@ def test_the_parser_runs_once_per_line_whatever_is_filtered(spark, keep) -> None
     ):
         plan = _plan(df)
         assert plan.count(f"{PARSE_UDF}(") == 1, plan
-
-
-def test_agent_lookup_gives_the_same_classes_as_row_by_row(spark) -> None:
-    from logberg.pipeline.devices import agent_lookup
-
-    lines = [g[1] for g in GOOD] + [b[1] for b in BAD]
-    parsed = parse_lines(_frame(spark, lines))
-    cols = ["line_number", "device_type", "browser", "os", "is_bot"]
-    inline = to_access_rows(parsed, F.current_timestamp()).select(cols)
-    # A lookup that knows only some agents: the others are classified in place.
-    known = parsed.where(F.col("line_number") % 2 == 0).select("user_agent").collect()
-    held = [r.user_agent for r in known if r.user_agent is not None]
-    assert held
-    quoting = ["it's \\ odd", 'a "quoted" agent', "\\x22curl/8\\x22"]
-    lookup = agent_lookup(spark, held + quoting)
-    looked_up = to_access_rows(parsed, F.current_timestamp(), lookup).select(cols)
-    assert "BroadcastHashJoin" in _plan(looked_up)
-    assertDataFrameEqual(looked_up, inline)
-
-
-def test_driver_side_lookup_keeps_agents_exactly_and_runs_no_job(spark) -> None:
-    from logberg.pipeline.devices import agent_lookup
-
-    agents = ["it's \\ odd", 'a "quoted" agent', "Googlebot/2.1", "Mozilla/5.0 (iPad; x)"]
-    lookup = agent_lookup(spark, agents)
-    # Classified while planning: a local relation, no scan to run.
-    assert "LocalRelation" in lookup._jdf.queryExecution().optimizedPlan().toString()
-    got = {r["_agent"]: r["_classes"]["device_type"] for r in lookup.collect()}
-    assert got == {
-        "it's \\ odd": "other",
-        'a "quoted" agent': "other",
-        "Googlebot/2.1": "bot",
-        "Mozilla/5.0 (iPad; x)": "tablet",
-    }
 
 
 def test_rejects_from_the_text_source_keep_bytes_that_are_not_utf8(spark, tmp_path) -> None:

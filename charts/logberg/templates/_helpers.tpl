@@ -53,6 +53,7 @@ app.kubernetes.io/part-of: logberg
 {{- define "logberg.sparkConfDict" -}}
 {{- $uri := .Values.metastore.uri }}
 {{- $wh := .Values.warehouse.uri }}
+{{- $jvm := "-XX:+UseParallelGC -XX:-DontCompileHugeMethods -XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 -XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000" }}
 {{- $conf := dict
   "spark.sql.extensions" "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
   "spark.sql.catalog.logberg" "org.apache.iceberg.spark.SparkCatalog"
@@ -73,8 +74,8 @@ app.kubernetes.io/part-of: logberg
   "spark.sql.session.timeZone" "UTC"
   "spark.sql.sources.partitionOverwriteMode" "dynamic"
   "spark.sql.codegen.aggregate.map.twolevel.enabled" "false"
-  "spark.driver.extraJavaOptions" "-XX:+UseParallelGC -XX:-DontCompileHugeMethods -XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 -XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000"
-  "spark.executor.extraJavaOptions" "-XX:+UseParallelGC -XX:-DontCompileHugeMethods -XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 -XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000"
+  "spark.driver.extraJavaOptions" $jvm
+  "spark.executor.extraJavaOptions" $jvm
 }}
 {{- with .Values.s3.endpoint }}
 {{- $_ := set $conf "spark.hadoop.fs.s3a.endpoint" . }}

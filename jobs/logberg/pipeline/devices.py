@@ -9,14 +9,12 @@ parsed once per JVM, so the cost grows with distinct agents, not with lines.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from logberg.errors import ConfigError
-from logberg.lakehouse import sql
 
 AGENT_UDF = "logberg_classify_agent"
 AGENT_CLASS = "dev.logberg.ClassifyAgent"
@@ -45,40 +43,10 @@ def _classes(agent: Column) -> Column:
     return F.call_udf(AGENT_UDF, agent)
 
 
-def agent_lookup(spark: SparkSession, agents: Iterable[str]) -> DataFrame:
-    """The `classify_device` lookup for agents the driver already holds (e.g. a sample).
-
-    Agents repeat (a day of traffic has a few thousand distinct ones): a broadcast join on
-    the agent costs less per row than the UDF's string and row conversions. Built on an
-    inline VALUES table, so Spark classifies the agents while planning, in the driver
-    (ConvertToLocalRelation): no job.
-    """
-    register(spark)
-    distinct = sorted(set(agents))
-    if not distinct:
-        distinct = [""]  # VALUES needs a row; no real agent is empty ('-' is NULL)
-    values = ", ".join(f"({sql.literal(a)})" for a in distinct)
-    table = spark.sql(f"SELECT * FROM VALUES {values} AS t(_agent)")
-    return table.select("_agent", _classes(F.col("_agent")).alias("_classes"))
-
-
-def classify_device(
-    df: DataFrame, agent: str = "user_agent", lookup: DataFrame | None = None
-) -> DataFrame:
-    """Add device_type, browser, os and is_bot from the user-agent column.
-
-    With `lookup` (from `agent_lookup`) agents are looked up through a broadcast join;
-    an agent missing from it is classified in place, so the result is the same either way.
-    """
+def classify_device(df: DataFrame, agent: str = "user_agent") -> DataFrame:
+    """Add device_type, browser, os and is_bot from the user-agent column."""
     register(df.sparkSession)
-    inline = _classes(F.col(agent))
-    if lookup is None:
-        cls = df.select("*", inline.alias("_classes"))
-    else:
-        joined = df.join(F.broadcast(lookup), F.col(agent) == F.col("_agent"), "left")
-        cls = joined.select(
-            *[F.col(c) for c in df.columns], F.coalesce("_classes", inline).alias("_classes")
-        )
+    cls = df.select("*", _classes(F.col(agent)).alias("_classes"))
     c = F.col("_classes")
     return cls.select(
         *[F.col(n) for n in df.columns],

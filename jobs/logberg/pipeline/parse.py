@@ -107,14 +107,11 @@ def add_time_columns(df: DataFrame) -> DataFrame:
     )
 
 
-def enrich(parsed_ok: DataFrame, agents: DataFrame | None = None) -> DataFrame:
-    """Good parsed rows -> the access_logs columns (less file/run bookkeeping).
-
-    `agents`: an optional `devices.agent_lookup` table (same result, faster).
-    """
+def enrich(parsed_ok: DataFrame) -> DataFrame:
+    """Good parsed rows -> the access_logs columns (less file/run bookkeeping)."""
     df = add_time_columns(parsed_ok)
     df = df.withColumn("status_category", status_category(F.col("status_code")))
-    return classify_device(df, "user_agent", agents)
+    return classify_device(df, "user_agent")
 
 
 def event_id(source_file: Column, line_number: Column) -> Column:
@@ -127,7 +124,6 @@ def event_id(source_file: Column, line_number: Column) -> Column:
 def to_access_rows(
     parsed: DataFrame,
     processed_at: Column,
-    agents: DataFrame | None = None,
     extras: Sequence[str] = (),
 ) -> DataFrame:
     """Parsed lines (with source_file and line_number) -> the access_logs rows of the good
@@ -140,7 +136,7 @@ def to_access_rows(
     if have.issuperset(DERIVED_COLUMNS):  # the reader computed them (`read_parsed`)
         rows = ok.withColumn("processed_timestamp", processed_at)
     else:
-        rows = enrich(ok, agents).withColumn("processed_timestamp", processed_at)
+        rows = enrich(ok).withColumn("processed_timestamp", processed_at)
         rows = rows.withColumn("event_id", event_id(F.col("source_file"), F.col("line_number")))
     types = {c.name: c.type for c in FORMAT_COLUMNS}
     tail = [
