@@ -28,10 +28,12 @@ REPORT_PNG ?= jobs/logberg/pipeline/report/screenshot.png
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z0-9_-]+:.*## /{printf "  \033[1m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-$(VENV)/.installed: pyproject.toml
+# The runtime (pyproject.toml: the pipeline, the lakehouse, the job commands) and the platform
+# tooling beside it (jobs/platform: local platform, cluster, images, deploy, doctor, k8s).
+$(VENV)/.installed: pyproject.toml jobs/platform/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip setuptools wheel
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,platform]' -e ./jobs/platform
 	touch $@
 
 .PHONY: setup

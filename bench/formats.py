@@ -40,11 +40,11 @@ def before_tree() -> Path:
 
 
 def before_env(lh: Lakehouse, tree: Path) -> dict[str, str]:
-    from logberg.platform.settings import LocalSettings
+    from logberg_platform.settings import LocalSettings
 
     tools = str(LocalSettings.from_env().tools)
     env = {**lh.env, "PYTHONPATH": str(tree / "jobs"), "LOGBERG_TOOLS": tools}
-    build = "from pathlib import Path; from logberg.platform.build.jvm import local_jar; "
+    build = "from pathlib import Path; from logberg_platform.build.jvm import local_jar; "
     build += f"print(local_jar(Path({tools!r})))"
     subprocess.run([sys.executable, "-c", build], env=env, check=True, cwd=tree)
     return env

@@ -13,7 +13,7 @@ from typing import Any
 
 from bench import procs
 from bench.config import DATA
-from logberg.platform.procs import free_port
+from logberg_platform.procs import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 LOGBERG = str(Path(sys.executable).parent / "logberg")
@@ -83,8 +83,8 @@ class Lakehouse:
         for k in [k for k in os.environ if k.startswith("LOGBERG_") and k not in PASS_THROUGH]:
             del os.environ[k]
         os.environ.update(self.env)
-        from logberg.platform import local
-        from logberg.platform.settings import LocalSettings
+        from logberg_platform import local
+        from logberg_platform.settings import LocalSettings
 
         self.settings = LocalSettings.from_env()
         local.down(self.settings)  # only what runs under this home, by its pid file
@@ -93,7 +93,7 @@ class Lakehouse:
         return time.perf_counter() - t0
 
     def down(self) -> None:
-        from logberg.platform import local
+        from logberg_platform import local
 
         if self._spark is not None:
             try:
@@ -107,7 +107,7 @@ class Lakehouse:
     def spark(self) -> Any:
         """The helper session (started on first use): resets and checks, never timed."""
         if self._spark is None:
-            from logberg.platform.local import session
+            from logberg_platform.local import session
 
             self._spark = session("logberg-bench-helper")
         return self._spark

@@ -23,9 +23,9 @@ from pyspark.sql import SparkSession
 from logberg.lakehouse.schema import DATABASE
 from logberg.lakehouse.session import CATALOG, LakehouseConfig, build_session
 from logberg.lakehouse.tables import ensure_database, existing
-from logberg.platform import local, s3server
-from logberg.platform.procs import free_port
-from logberg.platform.settings import LocalSettings
+from logberg_platform import local, s3server
+from logberg_platform.procs import free_port
+from logberg_platform.settings import LocalSettings
 
 REPO = Path(__file__).resolve().parents[1]
 HOME_ENV = (

@@ -34,7 +34,7 @@ import pytest
 import tomllib
 
 from logberg.errors import ConfigError
-from logberg.platform.build import images
+from logberg_platform.build import images
 
 pytestmark = [pytest.mark.containers, pytest.mark.slow]
 

@@ -1227,7 +1227,7 @@ def test_only_metastore_pods_reach_postgres() -> None:
     assert "arn:aws:iam::aws:policy/AmazonEKSVPCResourceController" in policies.values()
     # The SecurityGroupPolicy selects exactly the pods of the metastore release, which the
     # deploy flow installs under the name Terraform's labels assume.
-    flow = (REPO / "jobs/logberg/platform/k8s/deploy.py").read_text()
+    flow = (REPO / "jobs/platform/logberg_platform/k8s/deploy.py").read_text()
     # our_chart(name, ...) installs charts/<name> as the release <name>
     assert "self.release(\n            name,\n            chart," in flow
     release = re.search(r'self\.our_chart\(\s*"(hive-metastore)"', flow)
@@ -1304,7 +1304,7 @@ ECR_TF = Renderer(identifiers={"data.aws_partition.current.dns_suffix": "amazona
 
 
 def test_ecr_repositories_immutable_scanned_encrypted_bounded() -> None:
-    from logberg.platform.k8s.deploy import DeploySettings
+    from logberg_platform.k8s.deploy import DeploySettings
 
     [(name, repo)] = resources("aws_ecr_repository").items()
     keys_local = re.fullmatch(r"\$\{toset\(local\.(\w+)\)\}", repo["for_each"])

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 import tomllib
 
-from logberg.platform.build import images
-from logberg.platform.cluster.images import content_tag
-from logberg.platform.runtime import agent_jars
-from logberg.platform.settings import LocalSettings, java_home
+from logberg_platform.build import images
+from logberg_platform.cluster.images import content_tag
+from logberg_platform.runtime import agent_jars
+from logberg_platform.settings import LocalSettings, java_home
 
 pytestmark = pytest.mark.static
 
@@ -36,7 +36,7 @@ CHECKOV = REPO / ".tools" / "checkov-venv" / "bin" / "checkov"
 PINS = tomllib.loads((REPO / "jobs" / "logberg" / "versions.toml").read_text())
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 DOCKERFILES = {key: REPO / s.dockerfile for key, s in images.SPECS.items()}
-# The local cluster's own infrastructure images (logberg.platform.cluster.images): not
+# The local cluster's own infrastructure images (logberg_platform.cluster.images): not
 # shipped, but built FROM the same pinned base.
 CLUSTER_DOCKERFILES = {key: REPO / "images" / key / "Dockerfile" for key in ("pause", "coredns")}
 USERS = {
@@ -201,7 +201,7 @@ def _pom_coordinates(pom: Path, dockerfile: Path) -> set[str]:
 
 
 def test_image_jars_are_the_local_paths_jars() -> None:
-    from logberg.platform.build import jars
+    from logberg_platform.build import jars
     from logberg.versions import pins
 
     groups = jars.groups(pins())
@@ -248,7 +248,7 @@ def test_spark_image_installs_the_package_with_one_pyspark() -> None:
 
 def test_spark_image_compiles_the_line_parser_with_a_jdk(tmp_path: Path) -> None:
     ins = instructions(SPARK)
-    build = next(i for i in ins if "python3 -m logberg.platform.build.jvm /parser" in i)
+    build = next(i for i in ins if "python3 -m logberg_platform.build.jvm /parser" in i)
     assert "JAVA_HOME=/opt/java" in build and "ln -s /opt/spark/jars/* /deps/* /parser/" in build
     assert "COPY --from=jars /jars/ /deps/" in ins  # ua-parser's jar, compiled against
     assert any("jdk-headless" in i for i in ins)
@@ -263,7 +263,7 @@ def test_spark_image_compiles_the_line_parser_with_a_jdk(tmp_path: Path) -> None
         (tmp_path / jar.name).symlink_to(jar)
     env = dict(os.environ, JAVA_HOME=str(java_home()))
     proc = subprocess.run(
-        [sys.executable, "-m", "logberg.platform.build.jvm", str(tmp_path)],
+        [sys.executable, "-m", "logberg_platform.build.jvm", str(tmp_path)],
         env=env,
         capture_output=True,
         text=True,
@@ -343,8 +343,8 @@ def test_make_targets_use_the_builder() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    assert "-m logberg.platform.build.images build spark hive-metastore spark-operator" in out
-    assert "-m logberg.platform.build.images base" in out
+    assert "-m logberg_platform.build.images build spark hive-metastore spark-operator" in out
+    assert "-m logberg_platform.build.images base" in out
     assert "save spark hive-metastore spark-operator dev-postgres dev-s3 -o" in out
     mk = (REPO / "charts" / "k8s.mk").read_text()
     for target in ("images", "image-spark", "image-hive-metastore", "image-spark-operator"):

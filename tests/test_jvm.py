@@ -1,4 +1,4 @@
-"""Building logberg's JVM parser jar (logberg.platform.build.jvm) with the real javac."""
+"""Building logberg's JVM parser jar (logberg_platform.build.jvm) with the real javac."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pyspark
 import pytest
 
 from logberg.errors import ConfigError
-from logberg.platform import runtime
-from logberg.platform.build import jvm
-from logberg.platform.settings import LocalSettings, java_home
+from logberg_platform import runtime
+from logberg_platform.build import jvm
+from logberg_platform.settings import LocalSettings, java_home
 
 SPARK_JARS = Path(pyspark.__file__).parent / "jars"
 # ua-parser's JVM port, which the classifier compiles against (`make setup` resolved it).

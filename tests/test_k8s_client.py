@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from logberg.errors import ConfigError
-from logberg.platform.k8s.deploy import DeploySettings, version_alias
-from logberg.platform.procs import free_port
+from logberg_platform.k8s.deploy import DeploySettings, version_alias
+from logberg_platform.procs import free_port
 from tests.conftest import REPO, run_logberg
 
 

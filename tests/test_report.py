@@ -22,8 +22,8 @@ from logberg.pipeline import analytics as an
 from logberg.pipeline.report import charts, output, page
 from logberg.pipeline.report.data import ReportConfig, ReportData, hourly, latency
 from logberg.pipeline.report.run import report
-from logberg.platform import s3server
-from logberg.platform.settings import LocalSettings
+from logberg_platform import s3server
+from logberg_platform.settings import LocalSettings
 from tests.conftest import reset_namespace, run_logberg
 from tests.helpers import browser
 from tests.test_analytics import generate, run_ingest

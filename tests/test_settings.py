@@ -10,7 +10,7 @@ import tomllib
 
 from logberg.errors import ConfigError
 from logberg.lakehouse.session import CATALOG, LakehouseConfig, catalog_conf
-from logberg.platform.settings import LocalSettings, MetastoreDb
+from logberg_platform.settings import LocalSettings, MetastoreDb
 from logberg.versions import pins
 
 REPO = Path(__file__).resolve().parents[1]
@@ -110,7 +110,7 @@ def test_metastore_is_a_version_spark_and_iceberg_speak_to() -> None:
 def test_class_archive_options_follow_the_archive(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from logberg.platform import local, runtime
+    from logberg_platform import local, runtime
 
     jars = tmp_path / "jars" / "spark"
     jars.mkdir(parents=True)
@@ -148,7 +148,7 @@ def test_a_session_never_builds_what_setup_makes(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """A missing or stale parser jar is an error naming `make setup`, not a javac run."""
-    from logberg.platform import local
+    from logberg_platform import local
 
     jars = tmp_path / "jars" / "spark"
     jars.mkdir(parents=True)

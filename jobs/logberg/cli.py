@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from logberg.lakehouse.session import LakehouseConfig
     from logberg.pipeline.analytics import AnalyticsConfig
     from logberg.pipeline.ingest.config import FollowConfig, IngestConfig
-    from logberg.platform.k8s.kube import Kube
+    from logberg_platform.k8s.kube import Kube
 
 log = logging.getLogger("logberg")
 Handler = Callable[[argparse.Namespace], int]
@@ -72,7 +72,7 @@ def session(app_name: str) -> SparkSession:
         from logberg.lakehouse.session import LakehouseConfig, build_session
 
         return build_session(app_name, LakehouseConfig.from_env())
-    from logberg.platform import local
+    from logberg_platform import local
 
     return local.session(app_name)
 
@@ -83,7 +83,7 @@ def default_landing() -> str:
         return env
     if in_cluster():
         raise ConfigError("--input: not given, and LOGBERG_LANDING is not set")
-    from logberg.platform.settings import LocalSettings
+    from logberg_platform.settings import LocalSettings
 
     return LocalSettings.from_env().landing.as_uri()
 
@@ -94,8 +94,8 @@ def lakehouse_config() -> LakehouseConfig:
 
     if in_cluster():
         return LakehouseConfig.from_env()
-    from logberg.platform import local
-    from logberg.platform.settings import LocalSettings
+    from logberg_platform import local
+    from logberg_platform.settings import LocalSettings
 
     return local.lakehouse_config(LocalSettings.from_env())
 
@@ -104,8 +104,8 @@ def lakehouse_config() -> LakehouseConfig:
 
 
 def cmd_local(a: argparse.Namespace) -> int:
-    from logberg.platform import local
-    from logberg.platform.settings import LocalSettings
+    from logberg_platform import local
+    from logberg_platform.settings import LocalSettings
 
     s = LocalSettings.from_env()
     if a.action == "up":
@@ -127,8 +127,8 @@ def cmd_sql(args: list[str]) -> int:
 
     if in_cluster():
         return exec_spark_sql(LakehouseConfig.from_env(), SparkRuntime(), args)
-    from logberg.platform import local
-    from logberg.platform.settings import LocalSettings
+    from logberg_platform import local
+    from logberg_platform.settings import LocalSettings
 
     s = LocalSettings.from_env()
     cfg = local.lakehouse_config(s)
@@ -417,8 +417,8 @@ def cmd_rollback(a: argparse.Namespace) -> int:
 
 
 def cmd_cluster(a: argparse.Namespace) -> int:
-    from logberg.platform.cluster import lifecycle
-    from logberg.platform.cluster.settings import ClusterSettings
+    from logberg_platform.cluster import lifecycle
+    from logberg_platform.cluster.settings import ClusterSettings
 
     def progress(msg: str) -> None:
         print(msg, flush=True)
@@ -443,7 +443,7 @@ def cmd_cluster(a: argparse.Namespace) -> int:
 
 
 def k8s_target(a: argparse.Namespace) -> Kube:
-    from logberg.platform.k8s.kube import Kube, Target
+    from logberg_platform.k8s.kube import Kube, Target
 
     return Kube(Target(namespace=a.namespace, context=a.context, kubeconfig=a.kubeconfig))
 
@@ -456,7 +456,7 @@ def cmd_k8s(a: argparse.Namespace) -> int:
         return k8s_deploy(a, say)
     if a.action in ("submit", "status", "logs", "sql"):
         return k8s_jobs(a, say)
-    from logberg.platform.k8s.apps import wait_app
+    from logberg_platform.k8s.apps import wait_app
 
     kube = k8s_target(a)
     if a.kind == "app":
@@ -466,7 +466,7 @@ def cmd_k8s(a: argparse.Namespace) -> int:
         st = wait_app(kube, a.name, a.timeout, say)
         say(f"SparkApplication {a.name}: {st.state} (attempts {st.attempts})")
     else:
-        from logberg.platform.k8s.kube import wait
+        from logberg_platform.k8s.kube import wait
 
         if bool(a.name) == bool(a.selector):
             raise ConfigError("wait job: give a NAME or --selector, not both")
@@ -480,7 +480,7 @@ def cmd_k8s(a: argparse.Namespace) -> int:
 def k8s_jobs(a: argparse.Namespace, say: Callable[[str], None]) -> int:
     """submit, status, logs and sql: the jobs of an installed release."""
     from logberg.output import write_rows
-    from logberg.platform.k8s import submit
+    from logberg_platform.k8s import submit
 
     kube = k8s_target(a)
     if a.action == "status":
@@ -516,9 +516,9 @@ def k8s_jobs(a: argparse.Namespace, say: Callable[[str], None]) -> int:
 def k8s_deploy(a: argparse.Namespace, say: Callable[[str], None]) -> int:
     from pathlib import Path
 
-    from logberg.platform.build import images, tools
-    from logberg.platform.k8s import deploy
-    from logberg.platform.settings import LocalSettings
+    from logberg_platform.build import images, tools
+    from logberg_platform.k8s import deploy
+    from logberg_platform.settings import LocalSettings
     from logberg.versions import pins
 
     given = dict(kv.split("=", 1) for kv in a.image)
@@ -567,36 +567,36 @@ def k8s_deploy(a: argparse.Namespace, say: Callable[[str], None]) -> int:
 
 
 def cmd_images(a: argparse.Namespace) -> int:
-    from logberg.platform.build import images
+    from logberg_platform.build import images
 
     return images.run(a)
 
 
 def cmd_setup(a: argparse.Namespace) -> int:
-    from logberg.platform.settings import LocalSettings
+    from logberg_platform.settings import LocalSettings
 
     s = LocalSettings.from_env()
     if a.what == "jars":
-        from logberg.platform.build import jars
+        from logberg_platform.build import jars
 
         print(f"JVM artifacts ready under {jars.resolve(s)}")
     elif a.what == "cds":
-        from logberg.platform.build import cds
+        from logberg_platform.build import cds
 
         print(f"class archive ready: {cds.build(s)}")
     elif a.what == "kubernetes":
-        from logberg.platform.build import kube
+        from logberg_platform.build import kube
 
         found = kube.ensure_binaries(s.tools, lambda msg: print(msg, flush=True))
         print(f"kubernetes binaries: {found.kube_bin}\ncoredns: {found.coredns}")
     else:
-        from logberg.platform.build import tools
+        from logberg_platform.build import tools
 
         names = a.names or ["versitygw", "helm"]
         for line in tools.ensure(s.tools, [n for n in names if n != "spark-operator-chart"]):
             print(line)
         if "spark-operator-chart" in names:  # what `k8s deploy` installs, cached by version
-            from logberg.platform.k8s import operator_chart
+            from logberg_platform.k8s import operator_chart
             from logberg.versions import pins
 
             helm, _ = tools.ensure_helm_kubectl(s.tools)
@@ -678,7 +678,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a path, file:// or s3a:// URI (default: <warehouse>/reports/logberg-report.html)",
     )
 
-    from logberg.platform import doctor  # cheap to import: psycopg2 and boto3 load on use
+    from logberg_platform import doctor  # cheap to import: psycopg2 and boto3 load on use
 
     doctor.add_arguments(command("doctor", doctor.run, "check the lakehouse; say what to fix"))
 
@@ -874,7 +874,7 @@ def build_parser() -> argparse.ArgumentParser:
     wtp.add_argument("--selector", "-l", help="job: every Job with these labels")
     wtp.add_argument("--timeout", type=float, default=1800.0)
 
-    from logberg.platform.build import images  # stdlib only: cheap to import for --help
+    from logberg_platform.build import images  # stdlib only: cheap to import for --help
 
     ip = command(
         "images",

@@ -2,7 +2,7 @@
 
 import sys
 
-from logberg.platform.local import session as build_session
+from logberg_platform.local import session as build_session
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ import json
 import sys
 
 from logberg.lakehouse.tables import ensure_database
-from logberg.platform.local import session as build_session
+from logberg_platform.local import session as build_session
 
 
 def main() -> None:

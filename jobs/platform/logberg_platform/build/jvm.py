@@ -4,8 +4,8 @@ The line parser (`dev.logberg.LineScan`; a Spark Java UDF, `ParseLine`, and a da
 that parses files as it reads them, `LogLines`) replaces a regex, a split and a date
 formatter per line (bench/README.md). Locally, `make setup` (`logberg setup jars`) builds
 it into .tools/jars/logberg/, named after the sources and the PySpark version, where local
-sessions find it (`logberg.platform.runtime`). The Spark image builds the same jar in a
-build stage with a JDK (`python3 -m logberg.platform.build.jvm DIR`, DIR holding links to
+sessions find it (`logberg_platform.runtime`). The Spark image builds the same jar in a
+build stage with a JDK (`python3 -m logberg_platform.build.jvm DIR`, DIR holding links to
 the image's Spark jars) and copies it into /opt/spark/jars (images/spark/Dockerfile).
 """
 
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from logberg.errors import ConfigError, ServiceError
-from logberg.platform.runtime import (
+from logberg_platform.runtime import (
     JAVA_SOURCES,
     PARSER_JAR_PREFIX,
     agent_jars,
@@ -82,7 +82,7 @@ def local_jar(tools: Path) -> Path:
     """The parser jar for this PySpark and these sources under `tools`, built if missing."""
     import pyspark
 
-    from logberg.platform.settings import java_home
+    from logberg_platform.settings import java_home
 
     target = parser_jar(tools)
     if target.is_file():
@@ -92,10 +92,10 @@ def local_jar(tools: Path) -> Path:
 
 
 def main(argv: Sequence[str]) -> int:
-    """`python -m logberg.platform.build.jvm SPARK_JARS_DIR`: the jar into that folder
+    """`python -m logberg_platform.build.jvm SPARK_JARS_DIR`: the jar into that folder
     (the Spark image's build stage)."""
     if len(argv) != 1:
-        print("usage: python -m logberg.platform.build.jvm SPARK_JARS_DIR", file=sys.stderr)
+        print("usage: python -m logberg_platform.build.jvm SPARK_JARS_DIR", file=sys.stderr)
         return 2
     folder = Path(argv[0])
     home = Path(os.environ.get("JAVA_HOME", "/opt/java/openjdk"))

@@ -1,12 +1,12 @@
 """logberg's container images: build them, tag them by content, save them for a node.
 
-    python -m logberg.platform.build.images build [NAME ...] [--force] [--no-cache]
-    python -m logberg.platform.build.images tag NAME        # the tag NAME has now
-    python -m logberg.platform.build.images save NAME ... -o FILE
-    python -m logberg.platform.build.images base [--rebuild]
-    python -m logberg.platform.build.images report          # sizes and build times (JSON)
-    python -m logberg.platform.build.images builder         # docker or podman, or exit 2
-    python -m logberg.platform.build.images containers-conf PATH
+    python -m logberg_platform.build.images build [NAME ...] [--force] [--no-cache]
+    python -m logberg_platform.build.images tag NAME        # the tag NAME has now
+    python -m logberg_platform.build.images save NAME ... -o FILE
+    python -m logberg_platform.build.images base [--rebuild]
+    python -m logberg_platform.build.images report          # sizes and build times (JSON)
+    python -m logberg_platform.build.images builder         # docker or podman, or exit 2
+    python -m logberg_platform.build.images containers-conf PATH
 
 NAME is `spark`, `hive-metastore`, `spark-operator` (shipped) or `dev-postgres`, `dev-s3`
 (the dev backends: the logberg-dev chart on kind and the local cluster, and the container
@@ -218,7 +218,7 @@ def write_containers_conf(path: Path) -> Path:
     nofile = min(resource.getrlimit(resource.RLIMIT_NOFILE)[1], 65536)
     nproc = min(resource.getrlimit(resource.RLIMIT_NPROC)[1], 16384)
     lines = [
-        "# Written by `python -m logberg.platform.build.images containers-conf` (make writes it):",
+        "# Written by `python -m logberg_platform.build.images containers-conf` (make writes it):",
         "# podman and buildah settings for this machine. Regenerate rather than edit.",
         "[containers]",
         f'default_ulimits = ["nofile={nofile}:{nofile}", "nproc={nproc}:{nproc}"]',
@@ -746,7 +746,7 @@ def report() -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------------- CLI
 def add_arguments(ap: argparse.ArgumentParser) -> None:
-    """The image commands, for `logberg images` and `python -m logberg.platform.build.images`."""
+    """The image commands, for `logberg images` and `python -m logberg_platform.build.images`."""
     sub = ap.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="build images whose tags do not exist yet")
     b.add_argument("names", nargs="*", help=f"default: {' '.join(SHIPPED)}")
@@ -794,7 +794,7 @@ def run(a: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m logberg.platform.build.images")
+    ap = argparse.ArgumentParser(prog="python -m logberg_platform.build.images")
     add_arguments(ap)
     return run(ap.parse_args(argv))
 

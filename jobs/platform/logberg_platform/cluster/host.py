@@ -26,9 +26,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from logberg.errors import ConfigError, ServiceError
-from logberg.platform.cluster.config import CHAIN, MARK
-from logberg.platform.cluster.procs import run
-from logberg.platform.cluster.settings import ClusterSettings
+from logberg_platform.cluster.config import CHAIN, MARK
+from logberg_platform.cluster.procs import run
+from logberg_platform.cluster.settings import ClusterSettings
 
 # Sysctls that up, the kubelet (setupKernelTunables) or kube-proxy may write.
 SYSCTLS = (

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from logberg.lakehouse.session import JIT_OPTIONS, LakehouseConfig, SparkRuntime, build_session
-from logberg.platform import metastore, runtime, s3server
-from logberg.platform.procs import port_open
-from logberg.platform.settings import LocalSettings, java_home
+from logberg_platform import metastore, runtime, s3server
+from logberg_platform.procs import port_open
+from logberg_platform.settings import LocalSettings, java_home
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

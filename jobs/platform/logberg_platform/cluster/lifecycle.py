@@ -24,18 +24,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 from logberg.errors import ConfigError, ServiceError
-from logberg.platform.cluster import addons, config, host, images
-from logberg.platform.cluster.binaries import (
+from logberg_platform.cluster import addons, config, host, images
+from logberg_platform.cluster.binaries import (
     Binaries,
     cached_binaries,
     kube_bin_dir,
     kube_pins,
     required_binaries,
 )
-from logberg.platform.cluster.dns import query_a
-from logberg.platform.cluster.pki import ensure_pki, write_kubeconfigs
-from logberg.platform.cluster.procs import Component, processes_with, run, terminate
-from logberg.platform.cluster.settings import FIXED_PORTS, ClusterSettings
+from logberg_platform.cluster.dns import query_a
+from logberg_platform.cluster.pki import ensure_pki, write_kubeconfigs
+from logberg_platform.cluster.procs import Component, processes_with, run, terminate
+from logberg_platform.cluster.settings import FIXED_PORTS, ClusterSettings
 
 Log = Callable[[str], None]
 ORDER = (

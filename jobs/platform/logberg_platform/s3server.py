@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from logberg.errors import ConfigError
-from logberg.platform.procs import Service, port_open, wait_for_port
-from logberg.platform.settings import LocalSettings
+from logberg_platform.procs import Service, port_open, wait_for_port
+from logberg_platform.settings import LocalSettings
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

@@ -20,8 +20,8 @@ from typing import IO, Any
 import yaml
 
 from logberg.errors import ConfigError, ServiceError
-from logberg.platform.k8s.apps import AppState
-from logberg.platform.k8s.kube import (
+from logberg_platform.k8s.apps import AppState
+from logberg_platform.k8s.kube import (
     DONE_STATES,
     FAILED_STATES,
     GROUP,

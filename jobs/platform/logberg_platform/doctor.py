@@ -7,7 +7,7 @@ releases such a lock; the warehouse takes a write, a read and a delete; every Ic
 of `nginx_logs` has its current metadata file. Each failure says what was found and names
 the setting (or the table and file) to fix.
 
-    python -m logberg.platform.doctor [--format text|json]
+    python -m logberg_platform.doctor [--format text|json]
 
 Exit 0 when no check failed (a skipped check is not a failure), 1 otherwise.
 """
@@ -33,7 +33,7 @@ from logberg.errors import ConfigError
 from logberg.lakehouse.schema import DATABASE
 from logberg.lakehouse.session import CATALOG, LakehouseConfig, is_s3
 from logberg.lakehouse.thrift import HiveMetastoreClient, MetastoreError, ThriftError
-from logberg.platform.settings import LocalSettings, MetastoreDb
+from logberg_platform.settings import LocalSettings, MetastoreDb
 from logberg.versions import pins
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ class Context:
 
 
 def _metastore_fix(ctx: Context) -> str:
-    from logberg.platform import metastore
+    from logberg_platform import metastore
 
     s = ctx.settings
     svc = metastore.service(s)
@@ -142,7 +142,7 @@ def check_metastore(ctx: Context) -> CheckResult:
             name, f"the metastore at {uri} does not answer thrift ({e})", _metastore_fix(ctx)
         )
     except MetastoreError as e:
-        from logberg.platform import metastore
+        from logberg_platform import metastore
 
         return failed(
             name,
@@ -456,7 +456,7 @@ def s3_client(ctx: Context) -> S3Client:
     import boto3
     from botocore.config import Config
 
-    from logberg.platform import s3server
+    from logberg_platform import s3server
 
     cfg = ctx.config
     conf = Config(
@@ -653,7 +653,7 @@ def _guard(name: str, check: Callable[[], CheckResult]) -> CheckResult:
 
 def diagnose(settings: LocalSettings | None = None, timeout: float = 10.0) -> list[CheckResult]:
     """Every check, in order, on this environment's settings (LOGBERG_* over the home's)."""
-    from logberg.platform import local
+    from logberg_platform import local
 
     try:
         s = settings or LocalSettings.from_env()
@@ -731,8 +731,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def on_cluster(args: argparse.Namespace) -> list[CheckResult]:
     """`--k8s`: the API's view, then `logberg doctor` in the toolbox pod."""
-    from logberg.platform.k8s import health, submit
-    from logberg.platform.k8s.kube import Kube, Target
+    from logberg_platform.k8s import health, submit
+    from logberg_platform.k8s.kube import Kube, Target
 
     kube = Kube(Target(namespace=args.namespace, context=args.context, kubeconfig=args.kubeconfig))
     found = health.api_checks(kube, args.release, args.operator_release)
@@ -761,7 +761,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m logberg.platform.doctor",
+        prog="python -m logberg_platform.doctor",
         description="check the local lakehouse piece by piece and say what to fix",
     )
     add_arguments(parser)

@@ -1,6 +1,6 @@
 """What local Spark and metastore processes need from `make setup`, located, never built.
 
-`make setup` (logberg.platform.build) resolves the pinned jars into $LOGBERG_TOOLS, compiles
+`make setup` (logberg_platform.build) resolves the pinned jars into $LOGBERG_TOOLS, compiles
 logberg's Java line parser into a jar named after its sources, and records a JVM class
 archive. This module only finds them, and says `run make setup` when something is missing
 or stale: a job never runs Maven, javac or a training run.
@@ -11,11 +11,13 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import logberg
+
 from logberg.errors import ConfigError
-from logberg.platform.settings import LocalSettings, java_home
+from logberg_platform.settings import LocalSettings, java_home
 from logberg.versions import pins
 
-JAVA_SOURCES = Path(__file__).resolve().parents[1] / "java"
+JAVA_SOURCES = Path(logberg.__file__).resolve().parent / "java"  # the runtime package ships them
 PARSER_JAR_PREFIX = "logberg-parser"
 CDS_DUMP_ENV = "LOGBERG_CDS_DUMP"  # set by setup for the one JVM that writes the archive
 CDS_QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # a stale archive is ignored, silently

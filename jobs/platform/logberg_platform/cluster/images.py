@@ -18,10 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from logberg.errors import ConfigError, ServiceError
-from logberg.platform.cluster.procs import run
+from logberg_platform.cluster.procs import run
 from logberg.versions import pins
 
-REPO_IMAGES = Path(__file__).resolve().parents[4] / "images"
+REPO_IMAGES = Path(__file__).resolve().parents[5] / "images"
 PAUSE = "localhost/logberg-pause"
 COREDNS = "localhost/logberg-coredns"
 NAMESPACE = "k8s.io"  # containerd namespace of the CRI plugin

@@ -8,7 +8,7 @@ Run by ``make setup`` (``logberg setup jars``). Groups:
 * ``jdbc``: the PostgreSQL driver, for the metastore;
 * ``agents``: ua-parser's JVM port (uap-java), the user-agent families of ingest;
 * the Hive standalone metastore distribution itself (Maven Central, classifier ``bin``);
-* logberg's own line parser (``logberg.platform.build.jvm``), compiled against PySpark's jars.
+* logberg's own line parser (``logberg_platform.build.jvm``), compiled against PySpark's jars.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from logberg.errors import ServiceError
-from logberg.platform.build import jvm
-from logberg.platform.runtime import hive_home, jar_dir
-from logberg.platform.settings import LocalSettings, java_home
+from logberg_platform.build import jvm
+from logberg_platform.runtime import hive_home, jar_dir
+from logberg_platform.settings import LocalSettings, java_home
 from logberg.versions import Pins, pins
 
 MAVEN_VERSION = "3.9.9"
