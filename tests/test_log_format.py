@@ -423,12 +423,13 @@ def test_without_timing_daily_latency_is_empty_not_failing(
 
 def test_the_cli_keeps_the_logging_format_apart_and_fails_fast(capsys) -> None:
     from logberg import cli
+    from logberg.cli.ingest import ingest_config
 
     a = cli.build_parser().parse_args(
         ["--log-format", "json", "ingest", "--log-format", "ingress-nginx"]
     )
     assert (a.log_format, a.nginx_format) == ("json", "ingress-nginx")
-    assert cli.ingest_config(a).reading.log_format.name == "ingress-nginx"
+    assert ingest_config(a).reading.log_format.name == "ingress-nginx"
     assert cli.main(["ingest", "--log-format", "$remote_addr$status"]) == 2
     assert "--log-format: $remote_addr and $status" in capsys.readouterr().err
     assert cli.main(["ingest", "--client-ip", "x-forwarded-for"]) == 2

@@ -15,7 +15,8 @@ from typing import IO, Any
 
 import pytest
 
-from logberg.cli import build_parser, follow_config, ingest_config
+from logberg.cli import build_parser
+from logberg.cli.ingest import follow_config, ingest_config
 from logberg.errors import ConfigError
 from logberg.pipeline.ingest.batch import ingest
 from logberg.pipeline.ingest.config import IngestConfig

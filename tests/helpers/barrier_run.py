@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from logberg import cli
+from logberg.cli.spark import session
 
 WAIT_S = 900.0
 
@@ -25,7 +26,7 @@ WAIT_S = 900.0
 def main(argv: list[str]) -> int:
     folder, name, rounds = Path(argv[0]), argv[1], int(argv[2])
     args = argv[argv.index("--") + 1 :]
-    spark = cli.session(f"barrier-{name}")  # the commands below reuse this session
+    spark = session(f"barrier-{name}")  # the commands below reuse this session
     spark.sql("SHOW NAMESPACES").collect()
     for k in range(rounds):
         (folder / f"ready-{name}-{k}").touch()

@@ -14,10 +14,10 @@ from xml.sax.saxutils import escape
 
 from logberg.errors import ConfigError, ServiceError
 from logberg.lakehouse.hadoop import s3a_properties
+from logberg.versions import pins
 from logberg_platform import runtime
 from logberg_platform.procs import Service, port_open, wait_for_port
 from logberg_platform.settings import LocalSettings, java_home
-from logberg.versions import pins
 
 MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 SCHEMA_TOOL = "org.apache.hadoop.hive.metastore.tools.MetastoreSchemaTool"

@@ -1,0 +1,49 @@
+"""`logberg local up | down | status`: the embedded default's services under $LOGBERG_HOME."""
+
+from __future__ import annotations
+
+import argparse
+
+from logberg.cli.command import Command, action, actions
+
+
+def up(a: argparse.Namespace) -> int:
+    from logberg_platform import local
+    from logberg_platform.settings import LocalSettings
+
+    print("\n".join(local.up(LocalSettings.from_env(), with_s3=a.s3)))
+    return 0
+
+
+def down(a: argparse.Namespace) -> int:
+    from logberg_platform import local
+    from logberg_platform.settings import LocalSettings
+
+    print("\n".join(local.down(LocalSettings.from_env())))
+    return 0
+
+
+def status(a: argparse.Namespace) -> int:
+    from logberg_platform import local
+    from logberg_platform.settings import LocalSettings
+
+    for st in local.status(LocalSettings.from_env()):
+        state = f"running (pid {st.pid})" if st.running else "stopped"
+        print(f"{st.name:15} {state:22} {st.where}  log: {st.log}")
+    return 0
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    sub = actions(p)
+    u = action(sub, "up", up, "start the metastore (and the S3 server) if not running")
+    u.add_argument("--s3", action="store_true", help="also start the local S3-compatible server")
+    action(sub, "down", down, "stop only what `up` started under this LOGBERG_HOME")
+    action(sub, "status", status, "what runs where")
+
+
+COMMAND = Command(
+    "local",
+    "start, stop or inspect the local metastore and S3 server",
+    arguments=arguments,
+    order=10,
+)

@@ -1,0 +1,34 @@
+"""The local platform as the runtime's environment (entry point `logberg.environments`:
+`local`): this home's metastore, warehouse and landing, and local-mode Spark with the jars
+and class archive `make setup` made."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from logberg_platform import local
+from logberg_platform.settings import LocalSettings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from logberg.lakehouse.session import LakehouseConfig, SparkRuntime
+
+
+class LocalEnvironment:
+    name = "local"
+
+    def __init__(self, settings: LocalSettings | None = None) -> None:
+        self.settings = settings or LocalSettings.from_env()
+
+    def lakehouse_config(self) -> LakehouseConfig:
+        return local.lakehouse_config(self.settings)
+
+    def spark_runtime(self, cfg: LakehouseConfig) -> SparkRuntime:
+        return local.spark_runtime(self.settings, cfg)
+
+    def session(self, app_name: str) -> SparkSession:
+        return local.session(app_name, self.settings)
+
+    def default_landing(self) -> str:
+        return self.settings.landing.as_uri()
