@@ -44,7 +44,8 @@ def before_env(lh: Lakehouse, tree: Path) -> dict[str, str]:
 
     tools = str(LocalSettings.from_env().tools)
     env = {**lh.env, "PYTHONPATH": str(tree / "jobs"), "LOGBERG_TOOLS": tools}
-    build = "from pathlib import Path; from logberg_platform.build.jvm import local_jar; "
+    # The old tree's own module path (before the platform tooling had its own package).
+    build = "from pathlib import Path; from logberg.platform.build.jvm import local_jar; "
     build += f"print(local_jar(Path({tools!r})))"
     subprocess.run([sys.executable, "-c", build], env=env, check=True, cwd=tree)
     return env
