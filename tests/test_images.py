@@ -346,7 +346,8 @@ def test_make_targets_use_the_builder() -> None:
     assert "-m logberg_platform.build.images build spark hive-metastore spark-operator" in out
     assert "-m logberg_platform.build.images base" in out
     assert "save spark hive-metastore spark-operator dev-postgres dev-s3 -o" in out
-    mk = (REPO / "charts" / "k8s.mk").read_text()
+    makefiles = (REPO / "images" / "images.mk", REPO / "charts" / "k8s.mk", REPO / "Makefile")
+    mk = "".join(path.read_text() for path in makefiles)
     for target in ("images", "image-spark", "image-hive-metastore", "image-spark-operator"):
         assert re.search(rf"^{target}:.*## ", mk, re.M), target
     assert "SPARK_OPERATOR_IMAGE ?= local" in mk and "CONTAINERS_CONF ?=" in mk

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The demo on a deployed cluster (`make k8s-demo`): wait for the chart's generator Job, then
+# `kubectl apply` the ingest and analytics examples one after the other (each deleted first,
+# so it runs anew) and wait for each, then the top tables through spark-sql (sql-k8s.sh).
+#
+#   KC="<kubectl with context and namespace>" K8S="<logberg k8s with its options>" \
+#     k8s-demo.sh WAIT_SECONDS
+#
+# KC and K8S are charts/k8s.mk's $(KC) and $(K8S) command lines ([VAR=value ...] command args).
+set -euo pipefail
+
+: "${KC:?set KC to the kubectl command line (\$(KC) of charts/k8s.mk)}"
+: "${K8S:?set K8S to the logberg k8s command line (\$(K8S) of charts/k8s.mk)}"
+timeout=${1:?usage: k8s-demo.sh WAIT_SECONDS}
+[[ $timeout =~ ^[0-9]+$ ]] || { echo "error: WAIT_SECONDS must be a number of seconds, got '$timeout'" >&2; exit 2; }
+here=$(cd "$(dirname "$0")" && pwd)
+examples=charts/logberg/examples
+read -r -a kc <<<"$KC"
+read -r -a k8s <<<"$K8S"
+
+echo "${K8S} wait job --selector=app.kubernetes.io/instance=logberg,app.kubernetes.io/component=generator --timeout=$timeout"
+env "${k8s[@]}" wait job --selector=app.kubernetes.io/instance=logberg,app.kubernetes.io/component=generator \
+  --timeout="$timeout"
+for app in ingest analytics; do
+  echo "\$ kubectl apply -f $examples/$app.yaml"
+  "${kc[@]}" delete -f "$examples/$app.yaml" --ignore-not-found --cascade=foreground --wait >/dev/null
+  "${kc[@]}" apply -f "$examples/$app.yaml"
+  env "${k8s[@]}" wait app "logberg-$app-example" --timeout="$timeout"
+done
+echo "\$ make sql-k8s < $examples/top.sql"
+"$here/sql-k8s.sh" <"$examples/top.sql"
