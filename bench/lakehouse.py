@@ -13,7 +13,7 @@ from typing import Any
 
 from bench import procs
 from bench.config import DATA
-from logberg_platform.procs import free_port
+from logberg_platform.supervisor import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 LOGBERG = str(Path(sys.executable).parent / "logberg")

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from logberg_platform.procs import free_port
+from logberg_platform.supervisor import free_port
 
 pytestmark = pytest.mark.integration
 

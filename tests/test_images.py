@@ -201,8 +201,8 @@ def _pom_coordinates(pom: Path, dockerfile: Path) -> set[str]:
 
 
 def test_image_jars_are_the_local_paths_jars() -> None:
-    from logberg_platform.build import jars
     from logberg.versions import pins
+    from logberg_platform.build import jars
 
     groups = jars.groups(pins())
     spark = _pom_coordinates(IMAGES / "spark" / "pom.xml", SPARK)

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from logberg_platform.cluster.procs import processes_with
+from logberg_platform.supervisor import processes_with
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER_HOMES = ("lbk-*", "lbk8s-*")  # tempfile prefixes of tests/test_cluster.py, test_k8s.py

@@ -33,8 +33,8 @@ from logberg.errors import ConfigError
 from logberg.lakehouse.schema import DATABASE
 from logberg.lakehouse.session import CATALOG, LakehouseConfig, is_s3
 from logberg.lakehouse.thrift import HiveMetastoreClient, MetastoreError, ThriftError
-from logberg_platform.settings import LocalSettings, MetastoreDb
 from logberg.versions import pins
+from logberg_platform.settings import LocalSettings, MetastoreDb
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

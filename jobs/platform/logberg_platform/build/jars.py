@@ -24,10 +24,10 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from logberg.errors import ServiceError
+from logberg.versions import Pins, pins
 from logberg_platform.build import jvm
 from logberg_platform.runtime import hive_home, jar_dir
 from logberg_platform.settings import LocalSettings, java_home
-from logberg.versions import Pins, pins
 
 MAVEN_VERSION = "3.9.9"
 CENTRAL = "https://repo1.maven.org/maven2"

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from logberg.errors import ConfigError, ServiceError
+from logberg.versions import KubePins
 from logberg_platform.cluster.binaries import (
     COREDNS_PLUGINS,
     KUBE_COMMANDS,
@@ -45,7 +46,6 @@ from logberg_platform.cluster.binaries import (
     kube_pins,
     tools_dir,
 )
-from logberg.versions import KubePins
 
 if sys.version_info >= (3, 11):
     pass
