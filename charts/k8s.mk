@@ -37,10 +37,10 @@ VERSIONS_TOML := jobs/logberg/versions.toml
 # $(call pin,SECTION,KEY): one value of versions.toml (evaluated only where used).
 pin = $(shell $(K8S_PYTHON) -c 'import tomllib; print(tomllib.load(open("$(VERSIONS_TOML)", "rb"))["$(1)"]["$(2)"])')
 
-# Images (images/README.md): logberg_platform.build.images builds them with docker buildx
+# Images (images/README.md): logberg_platform.build.container_images builds them with docker buildx
 # where a Docker daemon answers, else with podman, and tags each by a hash of its inputs
 # (<name>:<logberg version>-<hash>); `$(IMAGES) tag NAME` prints the tag an image has now.
-IMAGES = PYTHONPATH=$(CURDIR)/jobs $(K8S_PYTHON) -m logberg_platform.build.images
+IMAGES = PYTHONPATH=$(CURDIR)/jobs $(K8S_PYTHON) -m logberg_platform.build.container_images
 # podman/buildah settings for this machine (runtime, rlimits), written by `make` once.
 CONTAINERS_CONF ?= $(CURDIR)/.logberg/containers.conf
 export CONTAINERS_CONF

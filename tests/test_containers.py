@@ -34,7 +34,7 @@ import tomllib
 
 from logberg.errors import ConfigError
 from logberg.lakehouse.thrift import HiveMetastoreClient, MetastoreError, ThriftError
-from logberg_platform.build import images
+from logberg_platform.build import container_images as images
 
 pytestmark = [pytest.mark.containers, pytest.mark.slow]
 

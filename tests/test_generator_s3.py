@@ -26,7 +26,7 @@ BUCKET = "logberg"
 def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """A private S3 server with the `logberg` bucket; its client env and a boto3 client."""
     from logberg_platform import s3server
-    from logberg_platform.settings import LocalSettings
+    from logberg_platform.local_settings import LocalSettings
 
     env = {
         "LOGBERG_HOME": str(tmp_path_factory.mktemp("s3-home")),

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from logberg.lakehouse import thrift
-from logberg_platform.settings import LocalSettings
+from logberg_platform.local_settings import LocalSettings
 
 REPO = Path(__file__).resolve().parents[1]
 PROBE = REPO / "charts" / "hive-metastore" / "files" / "thrift_probe.py"

@@ -128,7 +128,7 @@ def reap(log: Log = print) -> None:
     if shutil.which("ip") is not None:
         reap_clusters(log)
     from logberg.errors import ConfigError
-    from logberg_platform.build import images
+    from logberg_platform.build import container_images as images
 
     try:
         b = images.builder()

@@ -16,7 +16,7 @@ from logberg.errors import ConfigError, ServiceError
 from logberg.lakehouse.hadoop import s3a_properties
 from logberg.versions import pins
 from logberg_platform import runtime
-from logberg_platform.settings import LocalSettings, java_home
+from logberg_platform.local_settings import LocalSettings, java_home
 from logberg_platform.supervisor import Supervised, port_open, wait_for_port
 
 MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from logberg.errors import ConfigError
-from logberg_platform.settings import LocalSettings
+from logberg_platform.local_settings import LocalSettings
 from logberg_platform.supervisor import Supervised, port_open, wait_for_port
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from logberg.errors import ConfigError, ServiceError
-from logberg_platform.cluster import addons, config, host, images
+from logberg_platform.cluster import addons, config, host, node_images
 from logberg_platform.cluster.binaries import (
     Binaries,
     cached_binaries,
@@ -32,9 +32,9 @@ from logberg_platform.cluster.binaries import (
     kube_pins,
     required_binaries,
 )
+from logberg_platform.cluster.cluster_settings import FIXED_PORTS, ClusterSettings
 from logberg_platform.cluster.dns import query_a
 from logberg_platform.cluster.pki import ensure_pki, write_kubeconfigs
-from logberg_platform.cluster.settings import FIXED_PORTS, ClusterSettings
 from logberg_platform.supervisor import Supervised, processes_with, run, terminate
 
 Log = Callable[[str], None]
@@ -238,8 +238,8 @@ def up(s: ClusterSettings, log: Log = print) -> None:
     if ensure_pki(s):
         log(f"certificates: made in {s.pki}")
     write_kubeconfigs(s)
-    pause = images.build_pause(log)
-    coredns = images.build_coredns(b.coredns, log)
+    pause = node_images.build_pause(log)
+    coredns = node_images.build_coredns(b.coredns, log)
     config.write_configs(s, pause)
     log(f"network: bridge {s.bridge} {s.node_ip}/24, routes, hermetic FORWARD rule")
     host.setup_network(s)
@@ -255,7 +255,7 @@ def up(s: ClusterSettings, log: Log = print) -> None:
         log(f"{name}: ready ({what})")
 
     start("containerd", lambda: _containerd_ok(s), "answers on its socket")
-    images.load(s.containerd_socket, [pause, coredns], log)
+    node_images.load(s.containerd_socket, [pause, coredns], log)
     start("etcd", lambda: s.etcd_port in listening_ports(), f"listens on {s.etcd_port}")
     start("kube-apiserver", lambda: https_ok(f"{s.server}/readyz", s), "/readyz ok")
     start(
@@ -362,7 +362,7 @@ def _drain_pods(s: ClusterSettings, b: Binaries, comps: dict[str, Supervised], l
 
 def _running_tasks(s: ClusterSettings) -> list[str]:
     try:
-        out = images.ctr(s.containerd_socket, "tasks", "ls", timeout=30)
+        out = node_images.ctr(s.containerd_socket, "tasks", "ls", timeout=30)
     except (ServiceError, subprocess.TimeoutExpired):
         return []
     return [ln.split()[0] for ln in out.splitlines()[1:] if ln.split()[-1:] == ["RUNNING"]]
@@ -381,7 +381,7 @@ def _kill_pod_processes(s: ClusterSettings, comps: dict[str, Supervised], log: L
     if comps["containerd"].pid() is not None:
         for task in _running_tasks(s):
             with contextlib.suppress(ServiceError, subprocess.TimeoutExpired):
-                images.ctr(
+                node_images.ctr(
                     s.containerd_socket, "tasks", "kill", "-a", "-s", "SIGKILL", task, timeout=30
                 )
     pids: set[int] = set()
@@ -448,4 +448,4 @@ def load(
 ) -> None:
     if not components(s)["containerd"].pid():
         raise ServiceError("the cluster is not up (containerd is not running): make cluster-up")
-    images.load(s.containerd_socket, refs, log, also_as)
+    node_images.load(s.containerd_socket, refs, log, also_as)
