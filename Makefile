@@ -22,7 +22,6 @@ export LOGBERG_TOOLS := $(TOOLS)
 export PATH := $(TOOLS)/bin:$(PATH)
 
 # Python modules the targets run (one place to rename them).
-IMAGES_MODULE  ?= logberg_platform.build.images
 BROWSER_MODULE ?= tests.helpers.browser
 BENCH_MODULE   ?= bench
 
@@ -44,10 +43,10 @@ NEED_KUBECTL = $(call need,$(KUBECTL),Run 'make tools' or set KUBECTL=/path/to/k
 CLUSTER_HOME    ?= $(LOGBERG_HOME)/cluster
 CLUSTER_CONTEXT ?= logberg-local
 
-# Images (images/README.md, images/images.mk): $(IMAGES_MODULE) builds them with docker
+# Images (images/README.md, images/images.mk): `logberg images` builds them with docker
 # buildx where a Docker daemon answers, else with podman, and tags each by a hash of its
 # inputs (<name>:<logberg version>-<hash>); `$(IMAGES) tag NAME` prints the tag an image has now.
-IMAGES = PYTHONPATH=$(CURDIR)/jobs $(K8S_PYTHON) -m $(IMAGES_MODULE)
+IMAGES = $(LOGBERG) images
 # podman/buildah settings for this machine (runtime, rlimits), written by `make` once.
 CONTAINERS_CONF ?= $(CURDIR)/.logberg/containers.conf
 export CONTAINERS_CONF

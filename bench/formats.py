@@ -14,6 +14,7 @@ from typing import Any
 from bench.config import DATA, REPEATS
 from bench.datasets import Dataset
 from bench.lakehouse import Lakehouse
+from bench.shared import check_ingest, check_tables, log, median, ratio
 
 REPO = Path(__file__).resolve().parents[1]
 # The last commit before `--log-format` changed the line scanner.
@@ -40,7 +41,7 @@ def before_tree() -> Path:
 
 
 def before_env(lh: Lakehouse, tree: Path) -> dict[str, str]:
-    from logberg_platform.settings import LocalSettings
+    from logberg_platform.local_settings import LocalSettings
 
     tools = str(LocalSettings.from_env().tools)
     env = {**lh.env, "PYTHONPATH": str(tree / "jobs"), "LOGBERG_TOOLS": tools}
@@ -61,8 +62,6 @@ def class_archives(lh: Lakehouse, old: dict[str, str]) -> None:
 
 
 def bench_formats(lh: Lakehouse, combined: Dataset, ingress: Dataset) -> dict[str, Any]:
-    from bench.run import check_ingest, check_tables, log, median, ratio
-
     tree = before_tree()
     old = before_env(lh, tree)
     class_archives(lh, old)

@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import procs
+from bench import measure
 from bench.config import DATA
-from logberg_platform.procs import free_port
+from logberg_platform.supervisor import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 LOGBERG = str(Path(sys.executable).parent / "logberg")
@@ -84,7 +84,7 @@ class Lakehouse:
             del os.environ[k]
         os.environ.update(self.env)
         from logberg_platform import local
-        from logberg_platform.settings import LocalSettings
+        from logberg_platform.local_settings import LocalSettings
 
         self.settings = LocalSettings.from_env()
         local.down(self.settings)  # only what runs under this home, by its pid file
@@ -136,26 +136,26 @@ class Lakehouse:
 
     # ---- the measured commands --------------------------------------------------------
 
-    def logberg(self, *args: str, env: dict[str, str] | None = None) -> procs.ProcResult:
+    def logberg(self, *args: str, env: dict[str, str] | None = None) -> measure.ProcResult:
         """`logberg ARGS`; `env` instead of this home's (e.g. another checkout's PYTHONPATH)."""
-        return procs.run([LOGBERG, *args], env=env or self.env, cwd=REPO)
+        return measure.run([LOGBERG, *args], env=env or self.env, cwd=REPO)
 
     def ingest(
         self, uri: str, *extra: str, env: dict[str, str] | None = None
-    ) -> tuple[procs.ProcResult, dict[str, float]]:
+    ) -> tuple[measure.ProcResult, dict[str, float]]:
         r = self.logberg("ingest", "--input", uri, *extra, env=env).check("logberg ingest")
         return r, ingest_summary(r.stdout)
 
-    def analytics(self) -> tuple[procs.ProcResult, dict[str, Any]]:
+    def analytics(self) -> tuple[measure.ProcResult, dict[str, Any]]:
         r = self.logberg("analytics").check("logberg analytics")
         return r, analytics_summary(r.stdout)
 
-    def run(self, uri: str) -> tuple[procs.ProcResult, dict[str, float], dict[str, Any]]:
+    def run(self, uri: str) -> tuple[measure.ProcResult, dict[str, float], dict[str, Any]]:
         """`logberg run`: ingest, then analytics, in one process and session."""
         r = self.logberg("run", "--input", uri).check("logberg run")
         return r, ingest_summary(r.stdout), analytics_summary(r.stdout)
 
-    def report(self, output: Path) -> tuple[procs.ProcResult, dict[str, float]]:
+    def report(self, output: Path) -> tuple[measure.ProcResult, dict[str, float]]:
         r = self.logberg("report", "--output", str(output)).check("logberg report")
         m = REPORT_RE.search(r.stdout)
         if not m:

@@ -8,40 +8,27 @@ import os
 import platform
 import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from bench import config, datasets, gold, procs
+from bench import config, datasets, gold, measure
 from bench.config import DATA, REPEATS, SIZES, SKIP
 from bench.datasets import Dataset, Spec
 from bench.lakehouse import Lakehouse
+from bench.shared import (
+    CorrectnessError,
+    check_ingest,
+    check_tables,
+    log,
+    median,
+    rate,
+    ratio,
+)
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-class CorrectnessError(RuntimeError):
-    pass
-
-
-def log(msg: str) -> None:
-    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-def median(xs: list[float]) -> float | None:
-    return round(statistics.median(xs), 3) if xs else None
-
-
-def ratio(a: float | None, b: float | None) -> float | None:
-    """a / b (time over time: below 1 is faster than b), None when either is missing."""
-    return round(a / b, 3) if a and b else None
-
-
-def rate(lines: int, seconds: float | None) -> float | None:
-    return round(lines / seconds, 1) if seconds else None
 
 
 # ---- datasets --------------------------------------------------------------------------
@@ -151,7 +138,7 @@ def bench_duckdb(ds: Dataset, analytics: bool = False) -> dict[str, Any]:
     out_dir = DATA / "duckdb-out" / ds.spec.name
     runs = []
     for i in range(REPEATS):
-        r = procs.run(
+        r = measure.run(
             [
                 sys.executable,
                 str(REPO / "bench" / "duckdb_ingest.py"),
@@ -206,7 +193,7 @@ def bench_duckdb(ds: Dataset, analytics: bool = False) -> dict[str, Any]:
 
 def duckdb_analytics(source: list[str], out_dir: Path) -> dict[str, Any]:
     """One whole-process run of bench/duckdb_analytics.py."""
-    r = procs.run(
+    r = measure.run(
         [
             sys.executable,
             str(REPO / "bench" / "duckdb_analytics.py"),
@@ -238,7 +225,7 @@ def bench_goaccess(ds: Dataset) -> dict[str, Any] | None:
     runs = []
     for i in range(REPEATS):
         report.unlink(missing_ok=True)
-        r = procs.run(
+        r = measure.run(
             [
                 exe,
                 *files,
@@ -272,24 +259,6 @@ def bench_goaccess(ds: Dataset) -> dict[str, Any] | None:
         "wall_s": median([r["wall_s"] for r in runs]),
         "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
     }
-
-
-def check_ingest(what: str, summary: dict[str, float], valid: int, malformed: int) -> None:
-    got = (int(summary["accepted"]), int(summary["rejected"]))
-    if got != (valid, malformed):
-        raise CorrectnessError(
-            f"{what}: logberg ingest accepted/rejected {got[0]}/{got[1]} != generator manifest "
-            f"valid/malformed {valid}/{malformed}"
-        )
-
-
-def check_tables(lh: Lakehouse, what: str, valid: int, malformed: int) -> None:
-    counts = lh.table_counts()
-    if (counts["access_logs"], counts["rejects"]) != (valid, malformed):
-        raise CorrectnessError(
-            f"{what}: tables hold {counts['access_logs']} rows / {counts['rejects']} rejects, "
-            f"manifest says {valid} / {malformed}"
-        )
 
 
 def ingest_and_analytics(

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import procs
+from bench import measure
 from bench.config import DATA
 from bench.lakehouse import LOGBERG, REPO, Lakehouse
 
@@ -124,7 +124,7 @@ def bench_streaming(lh: Lakehouse, repeats: int) -> dict[str, Any]:
                 to_rows.append(rows_at)
                 to_tops.append(tops_at)
     finally:
-        procs.kill_tree(proc.pid)
+        measure.kill_tree(proc.pid)
         proc.wait()
     lh.reset()
     to_rows.sort()

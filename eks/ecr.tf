@@ -2,7 +2,7 @@
 # deploy flow names an image <image_registry>/logberg-<key>:<content tag> (key: spark,
 # hive-metastore, spark-operator); image_registry is the ECR host, plus ecr_namespace when
 # set, so two stacks in one account and region keep apart. The tags are content hashes
-# (logberg_platform.build.images), which is what makes immutable tags possible: changed
+# (logberg_platform.build.container_images), which is what makes immutable tags possible: changed
 # inputs give a new tag, an unchanged image is never pushed over.
 locals {
   ecr_images         = ["spark", "hive-metastore", "spark-operator"]

@@ -1,5 +1,5 @@
 # The container images (images/README.md): their builds, archive and Debian base. Included by
-# the root Makefile, which defines IMAGES, IMAGES_MODULE, ALL_IMAGES and CONTAINERS_CONF.
+# the root Makefile, which defines IMAGES, ALL_IMAGES and CONTAINERS_CONF.
 
 .PHONY: images image-spark image-hive-metastore image-spark-operator image-archive base-images \
 	test-images

@@ -24,8 +24,8 @@ from logberg.lakehouse.schema import DATABASE
 from logberg.lakehouse.session import CATALOG, LakehouseConfig, build_session
 from logberg.lakehouse.tables import ensure_database, existing
 from logberg_platform import local, s3server
-from logberg_platform.procs import free_port
-from logberg_platform.settings import LocalSettings
+from logberg_platform.local_settings import LocalSettings
+from logberg_platform.supervisor import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 HOME_ENV = (

@@ -985,7 +985,7 @@ def test_k8s_mk_targets_have_help_and_tools_fallbacks() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     # The builder reads every pin from versions.toml itself (tests/test_images.py checks it).
-    assert "-m logberg_platform.build.images build spark hive-metastore" in proc.stdout
+    assert "logberg images build spark hive-metastore" in proc.stdout
     assert "dev-postgres dev-s3" in proc.stdout
 
 

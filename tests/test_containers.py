@@ -14,7 +14,6 @@ pytest)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -34,7 +33,8 @@ import pytest
 import tomllib
 
 from logberg.errors import ConfigError
-from logberg_platform.build import images
+from logberg.lakehouse.thrift import HiveMetastoreClient, MetastoreError, ThriftError
+from logberg_platform.build import container_images as images
 
 pytestmark = [pytest.mark.containers, pytest.mark.slow]
 
@@ -49,18 +49,10 @@ ALL_IMAGES = ("spark", "hive-metastore", "spark-operator", "dev-postgres", "dev-
 SHIPPED = ("spark", "hive-metastore", "spark-operator")
 
 
-def _thrift_probe() -> Callable[[str, int, float], list[str]]:
-    """get_all_databases over thrift, from the chart's probe (standard library only)."""
-    path = REPO / "charts" / "hive-metastore" / "files" / "thrift_probe.py"
-    spec = importlib.util.spec_from_file_location("thrift_probe", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    call: Callable[[str, int, float], list[str]] = module.call_get_all_databases
-    return call
-
-
-get_all_databases = _thrift_probe()
+def get_all_databases(host: str, port: int, timeout: float) -> list[str]:
+    """get_all_databases over thrift, with the chart's probe (the runtime's thrift client)."""
+    with HiveMetastoreClient(host, port, timeout) as client:
+        return client.get_all_databases()
 
 
 # ---------------------------------------------------------------------------- the engine
@@ -190,7 +182,7 @@ def tcp_open(host: str, port: int) -> bool:
 def thrift_answers(host: str, timeout: float = 10.0) -> bool:
     try:
         return "default" in get_all_databases(host, 9083, timeout)
-    except (OSError, ValueError, RuntimeError):
+    except (OSError, ThriftError, MetastoreError):
         return False
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from logberg_platform.procs import free_port
+from logberg_platform.supervisor import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -26,7 +26,7 @@ BUCKET = "logberg"
 def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """A private S3 server with the `logberg` bucket; its client env and a boto3 client."""
     from logberg_platform import s3server
-    from logberg_platform.settings import LocalSettings
+    from logberg_platform.local_settings import LocalSettings
 
     env = {
         "LOGBERG_HOME": str(tmp_path_factory.mktemp("s3-home")),

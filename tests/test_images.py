@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 import tomllib
 
-from logberg_platform.build import images
-from logberg_platform.cluster.images import content_tag
+from logberg.errors import ConfigError
+from logberg_platform.build import container_images as images
+from logberg_platform.cluster.node_images import content_tag
+from logberg_platform.local_settings import LocalSettings, java_home
 from logberg_platform.runtime import agent_jars
-from logberg_platform.settings import LocalSettings, java_home
 
 pytestmark = pytest.mark.static
 
@@ -36,7 +37,7 @@ CHECKOV = REPO / ".tools" / "checkov-venv" / "bin" / "checkov"
 PINS = tomllib.loads((REPO / "jobs" / "logberg" / "versions.toml").read_text())
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 DOCKERFILES = {key: REPO / s.dockerfile for key, s in images.SPECS.items()}
-# The local cluster's own infrastructure images (logberg_platform.cluster.images): not
+# The local cluster's own infrastructure images (logberg_platform.cluster.node_images): not
 # shipped, but built FROM the same pinned base.
 CLUSTER_DOCKERFILES = {key: REPO / "images" / key / "Dockerfile" for key in ("pause", "coredns")}
 USERS = {
@@ -287,7 +288,7 @@ def repo_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
             shutil.copytree(src, tmp_path / rel, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy2(src, tmp_path / rel)
-    monkeypatch.setattr(images, "repo_root", lambda: tmp_path)
+    monkeypatch.setattr(images.specs, "repo_root", lambda: tmp_path)
     yield tmp_path
 
 
@@ -343,8 +344,8 @@ def test_make_targets_use_the_builder() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    assert "-m logberg_platform.build.images build spark hive-metastore spark-operator" in out
-    assert "-m logberg_platform.build.images base" in out
+    assert "logberg images build spark hive-metastore spark-operator" in out
+    assert "logberg images base" in out
     assert "save spark hive-metastore spark-operator dev-postgres dev-s3 -o" in out
     makefiles = (REPO / "images" / "images.mk", REPO / "charts" / "k8s.mk", REPO / "Makefile")
     mk = "".join(path.read_text() for path in makefiles)
@@ -372,7 +373,7 @@ def test_builder_setting_fails_fast(monkeypatch: pytest.MonkeyPatch) -> None:
     images.builder.cache_clear()
     monkeypatch.setenv(images.BUILDER_ENV, "kaniko")
     try:
-        with pytest.raises(images.ConfigError, match="LOGBERG_IMAGE_BUILDER='kaniko'"):
+        with pytest.raises(ConfigError, match="LOGBERG_IMAGE_BUILDER='kaniko'"):
             images.builder()
     finally:
         images.builder.cache_clear()

@@ -11,7 +11,7 @@ import pytest
 from logberg.errors import ConfigError
 from logberg_platform import runtime
 from logberg_platform.build import jvm
-from logberg_platform.settings import LocalSettings, java_home
+from logberg_platform.local_settings import LocalSettings, java_home
 
 SPARK_JARS = Path(pyspark.__file__).parent / "jars"
 # ua-parser's JVM port, which the classifier compiles against (`make setup` resolved it).

@@ -16,7 +16,7 @@ import yaml
 
 from logberg.errors import ConfigError
 from logberg_platform.k8s.deploy import DeploySettings, version_alias
-from logberg_platform.procs import free_port
+from logberg_platform.supervisor import free_port
 from tests.conftest import REPO, run_logberg
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from logberg_platform.procs import free_port
+from logberg_platform.supervisor import free_port
 from tests.conftest import REPO, run_logberg, run_side_by_side
 from tests.pg import PgServer
 
@@ -39,7 +39,7 @@ def test_spark_hive_client_and_iceberg_speak_to_the_pinned_metastore(spark) -> N
     """Spark's built-in Hive client (get_table) and Iceberg's HiveCatalog both work against
     the metastore version we ship; Hive >= 4.0.1 would fail here with 'Invalid method name'."""
     from logberg.versions import pins
-    from logberg_platform.settings import LocalSettings
+    from logberg_platform.local_settings import LocalSettings
 
     spark.sql("CREATE TABLE IF NOT EXISTS nginx_logs.pairing (id INT) USING iceberg")
     spark.sql("INSERT INTO nginx_logs.pairing VALUES (7)")
@@ -194,7 +194,7 @@ def test_logberg_sql_shell_and_query_cli(spark, lakehouse_env: dict[str, str]) -
 
 def test_s3_round_trip_text_and_iceberg_warehouse(spark) -> None:
     from logberg_platform import s3server
-    from logberg_platform.settings import LocalSettings
+    from logberg_platform.local_settings import LocalSettings
 
     settings = LocalSettings.from_env()
     client = s3server.boto3_client(settings)
@@ -230,7 +230,7 @@ def test_metastore_down_or_wrong_port_fails_fast(lakehouse_env: dict[str, str]) 
 
 def test_missing_bucket_fails_fast(lakehouse_env: dict[str, str]) -> None:
     from logberg_platform import s3server
-    from logberg_platform.settings import LocalSettings
+    from logberg_platform.local_settings import LocalSettings
 
     settings = LocalSettings.from_env()
     env = {
@@ -263,7 +263,7 @@ def test_wait_ready_returns_once_the_metastore_and_buckets_answer(
     lakehouse_env: dict[str, str],
 ) -> None:
     from logberg_platform import s3server
-    from logberg_platform.settings import LocalSettings
+    from logberg_platform.local_settings import LocalSettings
 
     settings = LocalSettings.from_env()
     s3 = {**s3server.client_env(settings), "LOGBERG_S3_ENDPOINT": settings.s3_endpoint}
@@ -277,7 +277,7 @@ def test_wait_ready_returns_once_the_metastore_and_buckets_answer(
 
 def test_wait_ready_gives_up_naming_what_is_missing(lakehouse_env: dict[str, str]) -> None:
     from logberg_platform import s3server
-    from logberg_platform.settings import LocalSettings
+    from logberg_platform.local_settings import LocalSettings
 
     settings = LocalSettings.from_env()
     s3 = {**s3server.client_env(settings), "LOGBERG_S3_ENDPOINT": settings.s3_endpoint}

@@ -23,7 +23,7 @@ from logberg.pipeline.report import charts, output, page
 from logberg.pipeline.report.data import ReportConfig, ReportData, hourly, latency
 from logberg.pipeline.report.run import report
 from logberg_platform import s3server
-from logberg_platform.settings import LocalSettings
+from logberg_platform.local_settings import LocalSettings
 from tests.conftest import reset_namespace, run_logberg
 from tests.helpers import browser
 from tests.test_analytics import generate, run_ingest

@@ -11,7 +11,7 @@ import tomllib
 from logberg.errors import ConfigError
 from logberg.lakehouse.session import CATALOG, LakehouseConfig, catalog_conf
 from logberg.versions import pins
-from logberg_platform.settings import LocalSettings, MetastoreDb
+from logberg_platform.local_settings import LocalSettings, MetastoreDb
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from logberg_platform.cluster.procs import processes_with
+from logberg_platform.supervisor import processes_with
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER_HOMES = ("lbk-*", "lbk8s-*")  # tempfile prefixes of tests/test_cluster.py, test_k8s.py
@@ -128,7 +128,7 @@ def reap(log: Log = print) -> None:
     if shutil.which("ip") is not None:
         reap_clusters(log)
     from logberg.errors import ConfigError
-    from logberg_platform.build import images
+    from logberg_platform.build import container_images as images
 
     try:
         b = images.builder()

@@ -224,13 +224,12 @@ def test_python_modules_are_named_in_one_variable_each(tmp_path: Path) -> None:
         "report-screenshot",
         "bench",
         "EKS_TF=/bin/true",
-        "IMAGES_MODULE=renamed.images",
         "BROWSER_MODULE=renamed.browser",
         "BENCH_MODULE=renamed_bench",
         home=tmp_path,
     ).stdout
     assert "logberg_platform" not in out and "tests.helpers" not in out
-    assert out.count("-m renamed.images") == 3
+    assert out.count("bin/logberg images") == 3  # images, test-images, eks-push
     assert "-m renamed.browser " in out and "-m renamed_bench" in out
 
 

@@ -18,14 +18,6 @@ from logberg.lakehouse.schema import (
 )
 from logberg.lakehouse.session import CATALOG
 
-# Iceberg commit conflicts, as they surface through Py4J / Spark's error conversion.
-CONFLICT_MARKERS = ("CommitFailedException", "ValidationException", "Cannot commit rewrite")
-
-
-def is_commit_conflict(error: BaseException) -> bool:
-    """Another writer committed first in a way this commit may not ignore: retry it."""
-    return any(marker in str(error) for marker in CONFLICT_MARKERS)
-
 
 def qualified(spark: SparkSession, table: Table | str) -> str:
     """`catalog.nginx_logs.t` in the session's current catalog (for DataFrameWriterV2)."""

@@ -9,12 +9,21 @@ an unframed socket (the metastore's default transport, no SASL): ``get_all_datab
 Replies are read with a generic binary-protocol reader: a field a call does not need, of
 any type, is skipped, so newer metastores that add fields still answer. `logberg doctor`
 uses it to make a real call, not just open the port.
+
+It is also the hive-metastore chart's `helm test` probe: charts/hive-metastore/files/
+thrift_probe.py is a link to this file, which the test pod runs with `python3 -c` in the
+metastore image (Debian's python3-minimal, which holds every module imported here; keep it
+to those). As a script it lists the databases and checks that one is there:
+
+    python3 thrift.py HOST PORT [EXPECTED_DB]
 """
 
 from __future__ import annotations
 
 import socket
 import struct
+import sys
+import time
 from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Any
@@ -406,3 +415,36 @@ class HiveMetastoreClient:
             w.stop()
 
         self._call("unlock", write, None)
+
+
+def main(argv: list[str], wait: Callable[[float], None] = time.sleep) -> int:
+    """The probe: get_all_databases from HOST PORT, tried up to 6 times 5 s apart (the
+    metastore may still be starting); 0 when EXPECTED_DB (default `default`) is listed."""
+    if len(argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    host, port = argv[0], int(argv[1])
+    expected = argv[2] if len(argv) > 2 else "default"
+    attempts = 6
+    last: Exception | None = None
+    for attempt in range(1, attempts + 1):
+        try:
+            with HiveMetastoreClient(host, port, timeout=30.0) as client:
+                dbs = client.get_all_databases()
+        except (OSError, ThriftError, MetastoreError) as e:
+            last = e
+            print(f"attempt {attempt}: {e}", file=sys.stderr)
+            if attempt < attempts:
+                wait(5)
+            continue
+        print(f"databases in thrift://{host}:{port}: {', '.join(dbs) or '(none)'}")
+        if expected and expected not in dbs:
+            print(f"expected database {expected!r} is missing", file=sys.stderr)
+            return 1
+        return 0
+    print(f"get_all_databases failed: {last}", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -17,16 +17,15 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
-import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from pyspark.sql import Row, SparkSession
 
 from logberg.errors import ConfigError
 from logberg.lakehouse import sql, tables
+from logberg.lakehouse.commit_retry import CommitRetry
 from logberg.lakehouse.rows import rows_frame
 from logberg.lakehouse.schema import ACCESS_LOGS, ACCESS_SORT, DATABASE, MAINTENANCE_RUNS
 from logberg.lakehouse.tables import qualified
@@ -35,8 +34,6 @@ log = logging.getLogger(__name__)
 MIN_ORPHAN_MARGIN_DAYS = 3.0
 MB = 1024 * 1024
 TABLE_NAME = re.compile(r"^(?:nginx_logs\.)?([A-Za-z_][A-Za-z0-9_]*)$")
-
-T = TypeVar("T")
 
 
 # ---- configuration ---------------------------------------------------------------------
@@ -191,19 +188,6 @@ def has_sort_order(spark: SparkSession, table: str) -> bool:
     return any(r.key == "sort-order" and r.value not in ("", "[]") for r in rows)
 
 
-def with_retries(step: Callable[[], T], attempts: int, on_retry: Callable[[], None]) -> T:
-    """Run `step`, retrying Iceberg commit conflicts up to `attempts` more times."""
-    for attempt in range(attempts + 1):
-        try:
-            return step()
-        except Exception as e:
-            if attempt == attempts or not tables.is_commit_conflict(e):
-                raise
-            on_retry()
-            time.sleep(min(2**attempt, 30))
-    raise AssertionError("unreachable")
-
-
 def call(spark: SparkSession, procedure: str, args: dict[str, str]) -> list[Row]:
     """CALL <current catalog>.system.<procedure>(name => value, ...); values are SQL."""
     catalog = spark.catalog.currentCatalog()
@@ -248,8 +232,11 @@ def maintain_table(spark: SparkSession, cfg: MaintainConfig, report: TableReport
     }
     if strategy == "sort" and sort_order is not None:
         rewrite_args["sort_order"] = sql.literal(sort_order)
-    rewrite = with_retries(
-        lambda: call(spark, "rewrite_data_files", rewrite_args), cfg.max_retries, retried
+    retry = CommitRetry(retries=cfg.max_retries)
+    rewrite = retry.run(
+        lambda: call(spark, "rewrite_data_files", rewrite_args),
+        f"rewrite_data_files of {table}",
+        retried,
     )
     first = rewrite[0] if rewrite else None
     report.rewritten_files = _num(first, "rewritten_data_files_count")
@@ -258,9 +245,9 @@ def maintain_table(spark: SparkSession, cfg: MaintainConfig, report: TableReport
     report.failed_files = _num(first, "failed_data_files_count")
     check_rewrites(spark, table, started)
 
-    manifests = with_retries(
+    manifests = retry.run(
         lambda: call(spark, "rewrite_manifests", {"table": sql.literal(table)}),
-        cfg.max_retries,
+        f"rewrite_manifests of {table}",
         retried,
     )
     report.manifests_rewritten = _num(
@@ -268,7 +255,7 @@ def maintain_table(spark: SparkSession, cfg: MaintainConfig, report: TableReport
     )
 
     expire_before = utc_now() - dt.timedelta(days=cfg.retention_days)
-    expired = with_retries(
+    expired = retry.run(
         lambda: call(
             spark,
             "expire_snapshots",
@@ -278,7 +265,7 @@ def maintain_table(spark: SparkSession, cfg: MaintainConfig, report: TableReport
                 "retain_last": str(cfg.retain_last),
             },
         ),
-        cfg.max_retries,
+        f"expire_snapshots of {table}",
         retried,
     )
     report.expired_data_files = _num(expired[0] if expired else None, "deleted_data_files_count")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from logberg_platform import local
-from logberg_platform.settings import LocalSettings
+from logberg_platform.local_settings import LocalSettings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 from logberg.lakehouse.session import JIT_OPTIONS, LakehouseConfig, SparkRuntime, build_session
 from logberg_platform import metastore, runtime, s3server
-from logberg_platform.procs import port_open
-from logberg_platform.settings import LocalSettings, java_home
+from logberg_platform.local_settings import LocalSettings, java_home
+from logberg_platform.supervisor import port_open
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

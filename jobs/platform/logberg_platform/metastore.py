@@ -16,8 +16,8 @@ from logberg.errors import ConfigError, ServiceError
 from logberg.lakehouse.hadoop import s3a_properties
 from logberg.versions import pins
 from logberg_platform import runtime
-from logberg_platform.procs import Service, port_open, wait_for_port
-from logberg_platform.settings import LocalSettings, java_home
+from logberg_platform.local_settings import LocalSettings, java_home
+from logberg_platform.supervisor import Supervised, port_open, wait_for_port
 
 MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 SCHEMA_TOOL = "org.apache.hadoop.hive.metastore.tools.MetastoreSchemaTool"
@@ -35,8 +35,8 @@ JVM_OPTS = [
 ]
 
 
-def service(s: LocalSettings) -> Service:
-    return Service(
+def service(s: LocalSettings) -> Supervised:
+    return Supervised(
         name="hive-metastore",
         pid_file=s.run / "metastore.pid",
         log_file=s.logs / "metastore.log",

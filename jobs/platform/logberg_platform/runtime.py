@@ -14,7 +14,7 @@ from pathlib import Path
 import logberg
 from logberg.errors import ConfigError
 from logberg.versions import pins
-from logberg_platform.settings import LocalSettings, java_home
+from logberg_platform.local_settings import LocalSettings, java_home
 
 JAVA_SOURCES = Path(logberg.__file__).resolve().parent / "java"  # the runtime package ships them
 PARSER_JAR_PREFIX = "logberg-parser"

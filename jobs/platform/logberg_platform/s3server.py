@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from logberg.errors import ConfigError
-from logberg_platform.procs import Service, port_open, wait_for_port
-from logberg_platform.settings import LocalSettings
+from logberg_platform.local_settings import LocalSettings
+from logberg_platform.supervisor import Supervised, port_open, wait_for_port
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -35,8 +35,8 @@ def binary(s: LocalSettings) -> Path:
     )
 
 
-def service(s: LocalSettings) -> Service:
-    return Service(
+def service(s: LocalSettings) -> Supervised:
+    return Supervised(
         name="s3-server",
         pid_file=s.run / "s3.pid",
         log_file=s.logs / "s3.log",

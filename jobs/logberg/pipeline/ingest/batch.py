@@ -20,13 +20,14 @@ import uuid
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from pyspark.sql import Observation, SparkSession
 from pyspark.sql import functions as F
 
 from logberg.lakehouse import tables
+from logberg.lakehouse.commit_retry import CommitRetry
 from logberg.lakehouse.schema import ACCESS_LOGS, INGEST_RUNS, INGEST_TABLES, LEDGER, REJECTS
-from logberg.lakehouse.tables import is_commit_conflict
 from logberg.pipeline.ingest import commit
 from logberg.pipeline.ingest.config import IngestConfig
 from logberg.pipeline.ingest.plan import InputFile, batches, ledger_state, list_inputs, plan
@@ -35,7 +36,7 @@ from logberg.pipeline.logformat import Reading
 from logberg.pipeline.parse import to_access_rows
 
 log = logging.getLogger(__name__)
-MAX_BATCH_ATTEMPTS = 4
+COMMIT_RETRY = CommitRetry()  # a conflicted batch is redone (it is idempotent)
 
 
 class VerificationError(RuntimeError):
@@ -200,19 +201,24 @@ def run_batches(
     todo, changed = plan(files, state, cfg.full, run_id)
     total = BatchResult()
     extras = tables.add_columns(spark, ACCESS_LOGS, cfg.reading.columns())
+
+    def ingest_retried(part: list[InputFile], expected: frozenset[str]) -> BatchResult:
+        redone = 0
+
+        def count() -> None:
+            nonlocal redone
+            redone += 1
+
+        done = COMMIT_RETRY.run(
+            partial(ingest_batch, spark, part, run_id, cfg.verify, expected, cfg.reading, extras),
+            f"the ingest of {len(part)} file(s)",
+            count,
+        )
+        done.retries = redone
+        return done
+
     for part in batches(todo, cfg.max_bytes_per_commit):
-        expected = frozenset(f.uri for f in part if f.uri in state)
-        for attempt in range(MAX_BATCH_ATTEMPTS):
-            try:
-                done = ingest_batch(spark, part, run_id, cfg.verify, expected, cfg.reading, extras)
-            except Exception as e:  # a conflict: redo the whole batch (it is idempotent)
-                if attempt + 1 == MAX_BATCH_ATTEMPTS or not is_commit_conflict(e):
-                    raise
-                log.warning("commit conflict on %d file(s), redoing the batch: %s", len(part), e)
-                continue
-            done.retries = attempt
-            total.add(done)
-            break
+        total.add(ingest_retried(part, frozenset(f.uri for f in part if f.uri in state)))
     return total, len(changed)
 
 

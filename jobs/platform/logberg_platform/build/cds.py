@@ -18,9 +18,9 @@ import tempfile
 from pathlib import Path
 
 from logberg.errors import ServiceError
-from logberg_platform.procs import free_port
+from logberg_platform.local_settings import LocalSettings
 from logberg_platform.runtime import CDS_DUMP_ENV, cds_archive
-from logberg_platform.settings import LocalSettings
+from logberg_platform.supervisor import free_port
 
 KEEP_ARCHIVES = 3
 

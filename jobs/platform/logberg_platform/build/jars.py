@@ -26,8 +26,8 @@ from xml.sax.saxutils import escape
 from logberg.errors import ServiceError
 from logberg.versions import Pins, pins
 from logberg_platform.build import jvm
+from logberg_platform.local_settings import LocalSettings, java_home
 from logberg_platform.runtime import hive_home, jar_dir
-from logberg_platform.settings import LocalSettings, java_home
 
 MAVEN_VERSION = "3.9.9"
 CENTRAL = "https://repo1.maven.org/maven2"

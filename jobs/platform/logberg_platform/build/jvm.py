@@ -82,7 +82,7 @@ def local_jar(tools: Path) -> Path:
     """The parser jar for this PySpark and these sources under `tools`, built if missing."""
     import pyspark
 
-    from logberg_platform.settings import java_home
+    from logberg_platform.local_settings import java_home
 
     target = parser_jar(tools)
     if target.is_file():

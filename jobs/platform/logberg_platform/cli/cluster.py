@@ -13,7 +13,7 @@ def progress(msg: str) -> None:
 
 def up(a: argparse.Namespace) -> int:
     from logberg_platform.cluster import lifecycle
-    from logberg_platform.cluster.settings import ClusterSettings
+    from logberg_platform.cluster.cluster_settings import ClusterSettings
 
     lifecycle.up(ClusterSettings.from_env(), progress)
     return 0
@@ -21,14 +21,14 @@ def up(a: argparse.Namespace) -> int:
 
 def down(a: argparse.Namespace) -> int:
     from logberg_platform.cluster import lifecycle
-    from logberg_platform.cluster.settings import ClusterSettings
+    from logberg_platform.cluster.cluster_settings import ClusterSettings
 
     return 1 if lifecycle.down(ClusterSettings.from_env(), progress, purge=a.purge) else 0
 
 
 def status(a: argparse.Namespace) -> int:
     from logberg_platform.cluster import lifecycle
-    from logberg_platform.cluster.settings import ClusterSettings
+    from logberg_platform.cluster.cluster_settings import ClusterSettings
 
     print(lifecycle.status(ClusterSettings.from_env()))
     return 0
@@ -36,7 +36,7 @@ def status(a: argparse.Namespace) -> int:
 
 def load(a: argparse.Namespace) -> int:
     from logberg_platform.cluster import lifecycle
-    from logberg_platform.cluster.settings import ClusterSettings
+    from logberg_platform.cluster.cluster_settings import ClusterSettings
 
     lifecycle.load(ClusterSettings.from_env(), a.images, progress)
     return 0
@@ -44,7 +44,7 @@ def load(a: argparse.Namespace) -> int:
 
 def kubeconfig(a: argparse.Namespace) -> int:
     from logberg_platform.cluster import lifecycle
-    from logberg_platform.cluster.settings import ClusterSettings
+    from logberg_platform.cluster.cluster_settings import ClusterSettings
 
     print(lifecycle.env_lines(ClusterSettings.from_env()))
     return 0

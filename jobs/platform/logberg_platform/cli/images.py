@@ -33,43 +33,44 @@ def one_line_errors(fn: Callable[[argparse.Namespace], None]) -> Handler:
 
 @one_line_errors
 def build(a: argparse.Namespace) -> None:
-    from logberg_platform.build import images
+    from logberg_platform.build import container_images as images
 
     images.build(a.names or images.SHIPPED, force=a.force, no_cache=a.no_cache)
 
 
 @one_line_errors
 def tag(a: argparse.Namespace) -> None:
-    from logberg_platform.build import images
+    from logberg_platform.build import container_images as images
 
     print(images.current_tag(a.name))
 
 
 @one_line_errors
 def save(a: argparse.Namespace) -> None:
-    from logberg_platform.build import images
+    from logberg_platform.build import container_images as images
+    from logberg_platform.build.container_images.builders import say
 
     names = images.save(a.names, a.output)
-    images.say(f"wrote {a.output} ({', '.join(names)})")
+    say(f"wrote {a.output} ({', '.join(names)})")
 
 
 @one_line_errors
 def base(a: argparse.Namespace) -> None:
-    from logberg_platform.build import images
+    from logberg_platform.build import container_images as images
 
     images.make_base(images.builder(), images.raw_pins(), rebuild=a.rebuild)
 
 
 @one_line_errors
 def report(a: argparse.Namespace) -> None:
-    from logberg_platform.build import images
+    from logberg_platform.build import container_images as images
 
     print(json.dumps(images.report(), indent=2))
 
 
 @one_line_errors
 def builder(a: argparse.Namespace) -> None:
-    from logberg_platform.build import images
+    from logberg_platform.build import container_images as images
 
     found = images.builder()
     print(f"{found.kind} {found.exe}")
@@ -77,7 +78,7 @@ def builder(a: argparse.Namespace) -> None:
 
 @one_line_errors
 def containers_conf(a: argparse.Namespace) -> None:
-    from logberg_platform.build import images
+    from logberg_platform.build import container_images as images
 
     print(images.write_containers_conf(a.path))
 

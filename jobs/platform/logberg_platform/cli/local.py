@@ -9,7 +9,7 @@ from logberg.cli.command import Command, action, actions
 
 def up(a: argparse.Namespace) -> int:
     from logberg_platform import local
-    from logberg_platform.settings import LocalSettings
+    from logberg_platform.local_settings import LocalSettings
 
     print("\n".join(local.up(LocalSettings.from_env(), with_s3=a.s3)))
     return 0
@@ -17,7 +17,7 @@ def up(a: argparse.Namespace) -> int:
 
 def down(a: argparse.Namespace) -> int:
     from logberg_platform import local
-    from logberg_platform.settings import LocalSettings
+    from logberg_platform.local_settings import LocalSettings
 
     print("\n".join(local.down(LocalSettings.from_env())))
     return 0
@@ -25,7 +25,7 @@ def down(a: argparse.Namespace) -> int:
 
 def status(a: argparse.Namespace) -> int:
     from logberg_platform import local
-    from logberg_platform.settings import LocalSettings
+    from logberg_platform.local_settings import LocalSettings
 
     for st in local.status(LocalSettings.from_env()):
         state = f"running (pid {st.pid})" if st.running else "stopped"

@@ -9,7 +9,7 @@ from logberg.cli.command import Command, action, actions
 
 def jars(a: argparse.Namespace) -> int:
     from logberg_platform.build import jars as build_jars
-    from logberg_platform.settings import LocalSettings
+    from logberg_platform.local_settings import LocalSettings
 
     print(f"JVM artifacts ready under {build_jars.resolve(LocalSettings.from_env())}")
     return 0
@@ -17,15 +17,15 @@ def jars(a: argparse.Namespace) -> int:
 
 def cds(a: argparse.Namespace) -> int:
     from logberg_platform.build import cds as build_cds
-    from logberg_platform.settings import LocalSettings
+    from logberg_platform.local_settings import LocalSettings
 
     print(f"class archive ready: {build_cds.build(LocalSettings.from_env())}")
     return 0
 
 
 def kubernetes(a: argparse.Namespace) -> int:
-    from logberg_platform.build import kube
-    from logberg_platform.settings import LocalSettings
+    from logberg_platform.build import kubernetes_binaries as kube
+    from logberg_platform.local_settings import LocalSettings
 
     found = kube.ensure_binaries(LocalSettings.from_env().tools, lambda msg: print(msg, flush=True))
     print(f"kubernetes binaries: {found.kube_bin}\ncoredns: {found.coredns}")
@@ -35,7 +35,7 @@ def kubernetes(a: argparse.Namespace) -> int:
 def tools(a: argparse.Namespace) -> int:
     from logberg.versions import pins
     from logberg_platform.build import tools as build_tools
-    from logberg_platform.settings import LocalSettings
+    from logberg_platform.local_settings import LocalSettings
 
     s = LocalSettings.from_env()
     names = a.names or ["versitygw", "helm"]

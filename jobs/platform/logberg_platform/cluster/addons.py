@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
+from logberg_platform.cluster.cluster_settings import ClusterSettings
 from logberg_platform.cluster.config import CLUSTER_DOMAIN
-from logberg_platform.cluster.settings import ClusterSettings
 
 NAMESPACE = "kube-system"
 LABELS = {"k8s-app": "kube-dns"}

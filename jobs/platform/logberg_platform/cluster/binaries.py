@@ -1,6 +1,6 @@
 """Where the local cluster's binaries are: Kubernetes, etcd and CoreDNS at the pinned
 versions, in the versioned cache `make cluster-build` (`logberg setup kubernetes`,
-logberg_platform.build.kube) fills. Found here, never built here."""
+logberg_platform.build.kubernetes_binaries) fills. Found here, never built here."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from logberg_platform.cluster.binaries import Binaries
-from logberg_platform.cluster.settings import ClusterSettings
+from logberg_platform.cluster.cluster_settings import ClusterSettings
 
 RUNC = "/usr/sbin/runc"
 CNI_BIN = "/usr/lib/cni"

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from logberg.errors import ConfigError, ServiceError
-from logberg_platform.cluster import addons, config, host, images
+from logberg_platform.cluster import addons, config, host, node_images
 from logberg_platform.cluster.binaries import (
     Binaries,
     cached_binaries,
@@ -32,10 +32,10 @@ from logberg_platform.cluster.binaries import (
     kube_pins,
     required_binaries,
 )
+from logberg_platform.cluster.cluster_settings import FIXED_PORTS, ClusterSettings
 from logberg_platform.cluster.dns import query_a
 from logberg_platform.cluster.pki import ensure_pki, write_kubeconfigs
-from logberg_platform.cluster.procs import Component, processes_with, run, terminate
-from logberg_platform.cluster.settings import FIXED_PORTS, ClusterSettings
+from logberg_platform.supervisor import Supervised, processes_with, run, terminate
 
 Log = Callable[[str], None]
 ORDER = (
@@ -53,22 +53,25 @@ READY_TIMEOUT = 180.0
 # -- components -------------------------------------------------------------------------------
 
 
-def components(s: ClusterSettings, b: Binaries | None) -> dict[str, Component]:
-    """The processes, with full command lines when the binaries are known."""
-    argv: dict[str, list[str]] = {"containerd": config.containerd_argv(s)}
-    if b is not None:
-        argv |= {
-            "etcd": config.etcd_argv(s, b),
-            "kube-apiserver": config.apiserver_argv(s, b),
-            "kube-controller-manager": config.controller_manager_argv(s, b),
-            "kube-scheduler": config.scheduler_argv(s, b),
-            "kubelet": config.kubelet_argv(s, b),
-            "kube-proxy": config.kube_proxy_argv(s, b),
-        }
+def components(s: ClusterSettings) -> dict[str, Supervised]:
+    """The processes, each known by its program and the cluster home in its command line."""
     marker = str(s.home) + "/"
     return {
-        name: Component(name, tuple(argv.get(name, [name])), s.run, s.logs, marker)
+        name: Supervised(name, s.run / f"{name}.pid", s.logs / f"{name}.log", marker, name)
         for name in ORDER
+    }
+
+
+def commands(s: ClusterSettings, b: Binaries) -> dict[str, list[str]]:
+    """The command line of each process."""
+    return {
+        "containerd": config.containerd_argv(s),
+        "etcd": config.etcd_argv(s, b),
+        "kube-apiserver": config.apiserver_argv(s, b),
+        "kube-controller-manager": config.controller_manager_argv(s, b),
+        "kube-scheduler": config.scheduler_argv(s, b),
+        "kubelet": config.kubelet_argv(s, b),
+        "kube-proxy": config.kube_proxy_argv(s, b),
     }
 
 
@@ -133,7 +136,7 @@ def listening_ports() -> set[int]:
     return ports
 
 
-def check_ports(s: ClusterSettings, comps: dict[str, Component]) -> None:
+def check_ports(s: ClusterSettings, comps: dict[str, Supervised]) -> None:
     """Fail fast when a port we need is taken by a process that is not ours."""
     if any(c.pid() is not None for c in comps.values() if c.name != "containerd"):
         return  # a partly running cluster of ours holds some of them
@@ -153,7 +156,7 @@ def check_ports(s: ClusterSettings, comps: dict[str, Component]) -> None:
 
 
 def wait_until(
-    what: str, check: Callable[[], bool], comp: Component | None, timeout: float
+    what: str, check: Callable[[], bool], comp: Supervised | None, timeout: float
 ) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -209,7 +212,7 @@ def dns_answers(s: ClusterSettings) -> bool:
     return rcode == "NOERROR" and s.api_service_ip in addrs
 
 
-def healthy(s: ClusterSettings, comps: dict[str, Component], b: Binaries | None) -> bool:
+def healthy(s: ClusterSettings, comps: dict[str, Supervised], b: Binaries | None) -> bool:
     if b is None or any(c.pid() is None for c in comps.values()):
         return False
     return https_ok(f"{s.server}/readyz", s) and node_ready(s, b) and dns_answers(s)
@@ -222,20 +225,21 @@ def up(s: ClusterSettings, log: Log = print) -> None:
     started = time.monotonic()
     preflight(s)
     cached = cached_binaries(s.tools)
-    if cached is not None and healthy(s, components(s, cached), cached):
+    if cached is not None and healthy(s, components(s), cached):
         log(f"cluster already up ({s.server}, node {s.node_name} Ready, DNS answering)")
         log(env_lines(s))
         return
     # Ports before a (possibly long) first build: fail fast, naming the setting.
-    check_ports(s, components(s, cached))
+    check_ports(s, components(s))
     b = required_binaries(s.tools)
-    comps = components(s, b)
+    comps = components(s)
+    argv = commands(s, b)
     host.record_host(s)
     if ensure_pki(s):
         log(f"certificates: made in {s.pki}")
     write_kubeconfigs(s)
-    pause = images.build_pause(log)
-    coredns = images.build_coredns(b.coredns, log)
+    pause = node_images.build_pause(log)
+    coredns = node_images.build_coredns(b.coredns, log)
     config.write_configs(s, pause)
     log(f"network: bridge {s.bridge} {s.node_ip}/24, routes, hermetic FORWARD rule")
     host.setup_network(s)
@@ -246,12 +250,12 @@ def up(s: ClusterSettings, log: Log = print) -> None:
         comp = comps[name]
         if comp.pid() is None:
             log(f"{name}: starting (log {comp.log_file})")
-            comp.start()
+            comp.start(argv[name], cwd=s.run)
         wait_until(f"{name}: {what}", check, comp, timeout)
         log(f"{name}: ready ({what})")
 
     start("containerd", lambda: _containerd_ok(s), "answers on its socket")
-    images.load(s.containerd_socket, [pause, coredns], log)
+    node_images.load(s.containerd_socket, [pause, coredns], log)
     start("etcd", lambda: s.etcd_port in listening_ports(), f"listens on {s.etcd_port}")
     start("kube-apiserver", lambda: https_ok(f"{s.server}/readyz", s), "/readyz ok")
     start(
@@ -290,7 +294,7 @@ def down(s: ClusterSettings, log: Log = print, purge: bool = False) -> list[str]
     if os.geteuid() != 0:
         raise ConfigError("the local cluster needs root to stop (it changed iptables/sysctls)")
     b = cached_binaries(s.tools)
-    comps = components(s, b)
+    comps = components(s)
     record = host.HostRecord.load(s.host_record)
     if record is None and not any(c.pid() for c in comps.values()):
         log("cluster is not up (no record of a start)")
@@ -338,7 +342,7 @@ def down(s: ClusterSettings, log: Log = print, purge: bool = False) -> list[str]
     return notes
 
 
-def _drain_pods(s: ClusterSettings, b: Binaries, comps: dict[str, Component], log: Log) -> None:
+def _drain_pods(s: ClusterSettings, b: Binaries, comps: dict[str, Supervised], log: Log) -> None:
     """Delete every pod so the kubelet stops its sandbox and the CNI plugin frees its network."""
     try:
         kubectl(
@@ -358,7 +362,7 @@ def _drain_pods(s: ClusterSettings, b: Binaries, comps: dict[str, Component], lo
 
 def _running_tasks(s: ClusterSettings) -> list[str]:
     try:
-        out = images.ctr(s.containerd_socket, "tasks", "ls", timeout=30)
+        out = node_images.ctr(s.containerd_socket, "tasks", "ls", timeout=30)
     except (ServiceError, subprocess.TimeoutExpired):
         return []
     return [ln.split()[0] for ln in out.splitlines()[1:] if ln.split()[-1:] == ["RUNNING"]]
@@ -372,12 +376,12 @@ def _netns(s: ClusterSettings) -> list[Path]:
     )
 
 
-def _kill_pod_processes(s: ClusterSettings, comps: dict[str, Component], log: Log) -> None:
+def _kill_pod_processes(s: ClusterSettings, comps: dict[str, Supervised], log: Log) -> None:
     """Whatever still runs in a pod: kill its task through containerd, then by cgroup."""
     if comps["containerd"].pid() is not None:
         for task in _running_tasks(s):
             with contextlib.suppress(ServiceError, subprocess.TimeoutExpired):
-                images.ctr(
+                node_images.ctr(
                     s.containerd_socket, "tasks", "kill", "-a", "-s", "SIGKILL", task, timeout=30
                 )
     pids: set[int] = set()
@@ -409,7 +413,7 @@ def _purge(s: ClusterSettings, log: Log) -> None:
 
 def status(s: ClusterSettings) -> str:
     b = cached_binaries(s.tools)
-    comps = components(s, b)
+    comps = components(s)
     lines = [f"cluster home {s.home}  server {s.server}  context {s.context}"]
     for c in comps.values():
         pid = c.pid()
@@ -442,6 +446,6 @@ def load(
     log: Log = print,
     also_as: Callable[[str], list[str]] | None = None,
 ) -> None:
-    if not Component("containerd", ("containerd",), s.run, s.logs, str(s.home) + "/").pid():
+    if not components(s)["containerd"].pid():
         raise ServiceError("the cluster is not up (containerd is not running): make cluster-up")
-    images.load(s.containerd_socket, refs, log, also_as)
+    node_images.load(s.containerd_socket, refs, log, also_as)

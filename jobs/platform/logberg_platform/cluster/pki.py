@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from logberg.errors import ServiceError
-from logberg_platform.cluster.settings import ClusterSettings
+from logberg_platform.cluster.cluster_settings import ClusterSettings
 
 DAYS = 3650
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from logberg.errors import ServiceError
-from logberg_platform.k8s.kube import DONE_STATES, FAILED_STATES, Kube
+from logberg_platform.k8s.api_client import DONE_STATES, FAILED_STATES, Kube
 
 Say = Callable[[str], None]
 

@@ -24,12 +24,12 @@ from pathlib import Path
 
 from logberg.errors import ConfigError, ServiceError
 from logberg_platform.k8s import operator_chart
-from logberg_platform.k8s.kube import Kube, random_secret, wait
+from logberg_platform.k8s.api_client import Kube, random_secret, wait
 
 Say = Callable[[str], None]
 TARGETS = ("local", "kind", "eks")
 DEV_TARGETS = ("local", "kind")
-# Images each target runs (keys of logberg_platform.build.images).
+# Images each target runs (keys of logberg_platform.build.container_images).
 IMAGES = ("spark", "hive-metastore", "spark-operator", "dev-postgres", "dev-s3")
 OPERATOR_RELEASE = "spark-operator"
 # The Secrets a dev cluster's charts read (values-kind.yaml), made here with random values.
@@ -264,7 +264,7 @@ def version_alias(ref: str, version: str) -> str:
 def local_loader(version: str, say: Say) -> Callable[[list[str]], None]:
     """Into the local cluster's containerd, named as a pod's `image:` resolves them."""
     from logberg_platform.cluster import lifecycle
-    from logberg_platform.cluster.settings import ClusterSettings
+    from logberg_platform.cluster.cluster_settings import ClusterSettings
 
     cluster = ClusterSettings.from_env()
 

@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from logberg.errors import ConfigError, ServiceError
-from logberg_platform.k8s.kube import Kube, exec_capture
+from logberg_platform.k8s.api_client import Kube, exec_capture
 
 Result = dict[str, str]  # name, status, detail, fix: the same shape as logberg doctor's
 

@@ -20,8 +20,7 @@ from typing import IO, Any
 import yaml
 
 from logberg.errors import ConfigError, ServiceError
-from logberg_platform.k8s.apps import AppState
-from logberg_platform.k8s.kube import (
+from logberg_platform.k8s.api_client import (
     DONE_STATES,
     FAILED_STATES,
     GROUP,
@@ -29,6 +28,7 @@ from logberg_platform.k8s.kube import (
     Kube,
     exit_code,
 )
+from logberg_platform.k8s.apps import AppState
 
 Say = Callable[[str], None]
 # Command name -> the ConfigMap key (the chart's component).

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from logberg.cli.command import Command, actions
 
 if TYPE_CHECKING:
-    from logberg_platform.k8s.kube import Kube
+    from logberg_platform.k8s.api_client import Kube
 
 
 def say(msg: str) -> None:
@@ -21,7 +21,7 @@ def say(msg: str) -> None:
 
 
 def target(a: argparse.Namespace) -> Kube:
-    from logberg_platform.k8s.kube import Kube, Target
+    from logberg_platform.k8s.api_client import Kube, Target
 
     return Kube(Target(namespace=a.namespace, context=a.context, kubeconfig=a.kubeconfig))
 

@@ -12,7 +12,7 @@ from logberg_platform.cli.k8s import say, target
 
 
 def images_given(pairs: list[str]) -> dict[str, str]:
-    from logberg_platform.build import images
+    from logberg_platform.build import container_images as images
     from logberg_platform.k8s import deploy
 
     given = dict(kv.split("=", 1) for kv in pairs)
@@ -32,9 +32,10 @@ def values_given(pairs: list[str]) -> dict[str, list[Path]]:
 
 def run(a: argparse.Namespace) -> int:
     from logberg.versions import pins
-    from logberg_platform.build import images, tools
+    from logberg_platform.build import container_images as images
+    from logberg_platform.build import tools
     from logberg_platform.k8s import deploy
-    from logberg_platform.settings import LocalSettings
+    from logberg_platform.local_settings import LocalSettings
 
     local = LocalSettings.from_env()
     s = config_from(

@@ -22,7 +22,7 @@ def app(a: argparse.Namespace) -> int:
 
 
 def job(a: argparse.Namespace) -> int:
-    from logberg_platform.k8s.kube import wait
+    from logberg_platform.k8s.api_client import wait
 
     if bool(a.name) == bool(a.selector):
         raise ConfigError("wait job: give a NAME or --selector, not both")

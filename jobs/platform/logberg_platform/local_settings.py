@@ -16,7 +16,7 @@ DEFAULT_S3_PORT = 9878
 
 def repo_root() -> Path | None:
     """The source checkout this package runs from, if any (editable install)."""
-    here = Path(__file__).resolve().parents[3]  # jobs/platform/logberg_platform/settings.py
+    here = Path(__file__).resolve().parents[3]  # jobs/platform/logberg_platform/local_settings.py
     return here if (here / "pyproject.toml").is_file() and (here / "jobs").is_dir() else None
 
 

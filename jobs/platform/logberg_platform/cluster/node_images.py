@@ -19,7 +19,7 @@ from pathlib import Path
 
 from logberg.errors import ConfigError, ServiceError
 from logberg.versions import pins
-from logberg_platform.cluster.procs import run
+from logberg_platform.supervisor import run
 
 REPO_IMAGES = Path(__file__).resolve().parents[5] / "images"
 PAUSE = "localhost/logberg-pause"

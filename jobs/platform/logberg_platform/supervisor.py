@@ -1,7 +1,9 @@
-"""The cluster's processes: each with a pid file and a log under the cluster home.
+"""The platform's process supervisor: background processes with a pid file and a log each
+(the local metastore and S3 server, the local cluster's components), their readiness, and
+clean stops by recorded pid; also leftover processes found by a marker, and short commands.
 
-A pid file alone is not trusted: the process must still run the same executable with a
-command line that names the cluster home, so a reused pid is never signalled.
+A pid file alone is not trusted: the process must still have the marker in its command
+line (and, when a program is named, run that program), so a reused pid is never signalled.
 """
 
 from __future__ import annotations
@@ -9,9 +11,10 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,20 +22,15 @@ from logberg.errors import ServiceError
 
 
 @dataclass(frozen=True)
-class Component:
+class Supervised:
+    """A background process we start and stop: its pid file, its log file, and what tells
+    it from any other process that may later get its pid."""
+
     name: str
-    argv: tuple[str, ...]
-    run: Path  # pid files
-    logs: Path
-    marker: str  # text every command line of ours contains (the cluster home)
-
-    @property
-    def pid_file(self) -> Path:
-        return self.run / f"{self.name}.pid"
-
-    @property
-    def log_file(self) -> Path:
-        return self.logs / f"{self.name}.log"
+    pid_file: Path
+    log_file: Path
+    marker: str  # text our process's command line contains
+    program: str | None = None  # when given, the running executable's file name
 
     def pid(self) -> int | None:
         """The pid if the process we started still runs, else None."""
@@ -40,34 +38,43 @@ class Component:
             pid = int(self.pid_file.read_text().strip())
         except (FileNotFoundError, ValueError):
             return None
-        return pid if is_ours(pid, self.argv[0], self.marker) else None
+        return pid if is_ours(pid, self.marker, self.program) else None
 
-    def start(self, env: dict[str, str] | None = None) -> int:
-        self.run.mkdir(parents=True, exist_ok=True)
-        self.logs.mkdir(parents=True, exist_ok=True)
+    def start(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> subprocess.Popen[bytes]:
+        """Start argv in its own session (so `stop` ends it and its children), its output
+        appended to the log; env defaults to a clean one (PATH, HOME, locale), cwd to the
+        pid file's folder. Returns once the child runs argv (has exec'd)."""
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        self.pid_file.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_file, "ab") as log:
             log.write(f"\n==== {time.strftime('%Y-%m-%dT%H:%M:%S')} start\n".encode())
             log.flush()
             proc = subprocess.Popen(
-                list(self.argv),
+                list(argv),
+                cwd=cwd or self.pid_file.parent,
+                env=dict(env) if env is not None else clean_env(),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env=env if env is not None else _clean_env(),
                 start_new_session=True,
-                cwd=self.run,
             )
         self.pid_file.write_text(f"{proc.pid}\n")
         # Until the child has exec'd, its command line is still ours (Python's).
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and proc.poll() is None:
-            if is_ours(proc.pid, self.argv[0], self.marker):
+            if is_ours(proc.pid, self.marker, self.program):
                 break
             time.sleep(0.02)
-        return proc.pid
+        return proc
 
     def stop(self, timeout: float = 20.0) -> bool:
-        """SIGTERM, then SIGKILL after the timeout. True if it was running."""
+        """Stop the process we started (and only it): SIGTERM to it and its process group,
+        SIGKILL after the timeout. True if it was running."""
         pid = self.pid()
         if pid is None:
             self.pid_file.unlink(missing_ok=True)
@@ -83,7 +90,7 @@ class Component:
                 f"{self.name} exited during start-up; see {self.log_file}:\n{self.log_tail()}"
             )
 
-    def log_tail(self, lines: int = 25) -> str:
+    def log_tail(self, lines: int = 30) -> str:
         try:
             text = self.log_file.read_text(errors="replace")
         except FileNotFoundError:
@@ -91,7 +98,9 @@ class Component:
         return "\n".join(text.splitlines()[-lines:])
 
 
-def is_ours(pid: int, executable: str, marker: str) -> bool:
+def is_ours(pid: int, marker: str, program: str | None = None) -> bool:
+    """The process runs (is no zombie), its command line holds marker and, when program is
+    given, its executable has that file name."""
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -100,8 +109,11 @@ def is_ours(pid: int, executable: str, marker: str) -> bool:
     if stat.rsplit(")", 1)[-1].split()[0] == "Z":
         _reap(pid)
         return False
-    name = Path(raw.split(b"\0")[0].decode(errors="replace")).name
-    return name == Path(executable).name and marker.encode() in raw
+    if program is not None:
+        name = Path(raw.split(b"\0")[0].decode(errors="replace")).name
+        if name != Path(program).name:
+            return False
+    return marker.encode() in raw
 
 
 def terminate(pid: int, timeout: float) -> None:
@@ -117,6 +129,47 @@ def terminate(pid: int, timeout: float) -> None:
             if not _exists(pid):
                 return
             time.sleep(0.1)
+
+
+# -- readiness ----------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def port_open(port: int, host: str = "127.0.0.1", timeout: float = 0.5) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        return s.connect_ex((host, port)) == 0
+
+
+def wait_for_port(
+    process: Supervised, proc: subprocess.Popen[bytes], port: int, timeout: float
+) -> None:
+    """Wait until the process answers on the port; fail early if it dies, and stop it if
+    it does not answer in time."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if port_open(port):
+            return
+        if proc.poll() is not None:
+            raise ServiceError(
+                f"{process.name} exited during start-up; see {process.log_file}:\n"
+                f"{process.log_tail()}"
+            )
+        time.sleep(0.5)
+    process.stop()
+    raise ServiceError(
+        f"{process.name} did not answer on port {port} within {timeout:.0f}s; "
+        f"see {process.log_file}:\n{process.log_tail()}"
+    )
+
+
+# -- leftovers ----------------------------------------------------------------------------------
 
 
 def processes_with(marker: str) -> list[tuple[int, str]]:
@@ -160,11 +213,15 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
-def _clean_env() -> dict[str, str]:
+def clean_env() -> dict[str, str]:
+    """PATH, HOME and the locale of this process: what a started component inherits."""
     keep = ("PATH", "HOME", "LANG", "LC_ALL", "TZ")
     env = {k: os.environ[k] for k in keep if k in os.environ}
     env.setdefault("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
     return env
+
+
+# -- short commands -----------------------------------------------------------------------------
 
 
 def run(argv: Sequence[str], timeout: float = 120, check: bool = True) -> str:
