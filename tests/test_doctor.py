@@ -5,7 +5,7 @@ One home (its metastore, S3 server and table) serves every case. A case that bre
 metastore's database works on its own copy of it (pg_dump into a private database; the
 doctor is pointed at the copy), so the shared database is never broken; the case that
 deletes a metadata file puts it back and checks the doctor passes again. The doctor runs
-through its real entry point, `python -m logberg_platform.doctor`, as a child process.
+through its real entry point, `python -m logberg.cli doctor`, as a child process.
 """
 
 from __future__ import annotations
@@ -25,9 +25,10 @@ from urllib.parse import urlparse
 import psycopg2
 import pytest
 
+from logberg.doctor.metastore_checks import LOCK_PROBE_TABLE
 from logberg.lakehouse.thrift import HiveMetastoreClient
 from logberg.versions import pins
-from logberg_platform.doctor import LOCK_PROBE_TABLE, LOCK_TABLES, PASSWORD_ENV
+from logberg_platform.doctor import LOCK_TABLES, PASSWORD_ENV
 from logberg_platform.supervisor import free_port
 from tests.conftest import HOME_ENV, REPO
 from tests.pg import PgServer, _bin
@@ -81,7 +82,7 @@ def logberg(args: list[str], env: dict[str, str | None]) -> Any:
 
 def doctor(env: dict[str, str | None], **overrides: str | None) -> Doctor:
     r = run(
-        [sys.executable, "-m", "logberg_platform.doctor", "--format", "json"],
+        [sys.executable, "-m", "logberg.cli", "doctor", "--format", "json"],
         {**env, **overrides},
         timeout=180,
     )
@@ -207,7 +208,7 @@ def test_healthy_metastore_on_postgres_passes_every_check(home: dict[str, str | 
     assert d.doc["summary"] == {"ok": len(checks), "failed": 0, "skipped": 0}
 
     # The text form: one line per check, then the summary.
-    r = run([sys.executable, "-m", "logberg_platform.doctor"], home)
+    r = run([sys.executable, "-m", "logberg.cli", "doctor"], home)
     assert r.returncode == 0, r.stdout + r.stderr
     lines = r.stdout.splitlines()
     assert len(lines) == len(checks) + 1

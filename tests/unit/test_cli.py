@@ -23,7 +23,8 @@ def test_every_runtime_module_declares_its_command_and_the_platform_joins_by_ent
     joined = {e.name: e.load() for e in entry_points(group=cli.PLUGINS)}
     assert set(joined) == PLATFORM
     assert all(isinstance(c, Command) and c.name == n for n, c in joined.items())
-    assert not runtime & PLATFORM
+    assert runtime & PLATFORM == {"doctor"}  # the platform's doctor extends the runtime's
+    assert cli.commands()[[c.name for c in cli.commands()].index("doctor")] is joined["doctor"]
     names = [c.name for c in cli.commands()]
     assert set(names) == runtime | PLATFORM and len(names) == len(set(names))
     for c in cli.commands():  # a command is parsed by argparse, or passes its line through

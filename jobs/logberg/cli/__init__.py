@@ -26,6 +26,7 @@ RUNTIME = (
     "query",
     "top",
     "report",
+    "doctor",
     "wait_ready",
     "generate",
     "ingest",
@@ -38,12 +39,15 @@ PLUGINS = "logberg.commands"  # the platform tooling's commands (jobs/platform/p
 
 
 def commands() -> list[Command]:
-    found = [import_module(f"logberg.cli.{name}").COMMAND for name in RUNTIME]
-    found += [entry.load() for entry in entry_points(group=PLUGINS)]
-    names = [c.name for c in found]
+    """The runtime's commands, then the platform's; a platform command of the same name
+    extends the runtime's and takes its place (`doctor`: the local database, `--k8s`)."""
+    found = {c.name: c for c in (import_module(f"logberg.cli.{n}").COMMAND for n in RUNTIME)}
+    joined = [entry.load() for entry in entry_points(group=PLUGINS)]
+    names = [c.name for c in joined]
     if len(set(names)) != len(names):
-        raise ConfigError(f"two commands share a name: {sorted(names)}")
-    return sorted(found, key=lambda c: c.order)
+        raise ConfigError(f"two platform commands share a name: {sorted(names)}")
+    found.update((c.name, c) for c in joined)
+    return sorted(found.values(), key=lambda c: c.order)
 
 
 def build_parser(found: Sequence[Command] | None = None) -> argparse.ArgumentParser:

@@ -6,17 +6,10 @@ from __future__ import annotations
 import os
 import socket
 
+from logberg.doctor.results import IN_CLUSTER, CheckResult, failed, ok, skipped
 from logberg.versions import pins
-from logberg_platform.doctor.results import (
-    IN_CLUSTER,
-    LOCK_TABLES,
-    PASSWORD_ENV,
-    CheckResult,
-    Context,
-    failed,
-    ok,
-    skipped,
-)
+from logberg_platform.doctor.local_context import LOCK_TABLES, PASSWORD_ENV
+from logberg_platform.doctor.local_context import LocalContext as Context
 from logberg_platform.local_settings import MetastoreDb
 
 # ---- 2. its database ----------------------------------------------------------------------

@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlparse
 
+from logberg.doctor.results import CheckResult, Context, failed, ok, skipped
+from logberg.doctor.warehouse_check import s3_client
 from logberg.lakehouse.schema import DATABASE
 from logberg.lakehouse.session import CATALOG, is_s3
 from logberg.lakehouse.thrift import HiveMetastoreClient, MetastoreError, ThriftError
-from logberg_platform.doctor.metastore_checks import metastore_fix
-from logberg_platform.doctor.results import CheckResult, Context, failed, ok, skipped
-from logberg_platform.doctor.warehouse_check import s3_client
 
 # ---- 6. the Iceberg tables' metadata files -------------------------------------------------
 
@@ -48,7 +47,11 @@ def check_tables(ctx: Context) -> list[CheckResult]:
         try:
             tables = client.get_all_tables(DATABASE)
         except (ThriftError, MetastoreError) as e:
-            return [failed("tables", f"get_all_tables({DATABASE}) failed: {e}", metastore_fix(ctx))]
+            return [
+                failed(
+                    "tables", f"get_all_tables({DATABASE}) failed: {e}", ctx.hints.metastore_fix()
+                )
+            ]
         if not tables:
             return [ok("tables", f"{DATABASE} has no tables yet")]
         for table in sorted(tables):

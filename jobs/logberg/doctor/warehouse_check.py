@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
+from logberg.doctor.results import PROBE_DIR, CheckResult, Context, failed, ok, skipped
 from logberg.lakehouse.session import is_s3
-from logberg_platform.doctor.results import PROBE_DIR, CheckResult, Context, failed, ok, skipped
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -67,12 +67,10 @@ def check_warehouse(ctx: Context) -> CheckResult:
 
 
 def s3_client(ctx: Context) -> S3Client:
-    """boto3 for the warehouse's S3: this home's S3 server with its own keys, else the
-    endpoint (or AWS) with the standard credential chain."""
+    """boto3 for the warehouse's S3: with the keys the environment names for the endpoint
+    (this home's S3 server's), else the standard credential chain."""
     import boto3
     from botocore.config import Config
-
-    from logberg_platform import s3server
 
     cfg = ctx.config
     conf = Config(
@@ -86,11 +84,9 @@ def s3_client(ctx: Context) -> S3Client:
         kwargs["endpoint_url"] = cfg.s3_endpoint
     if cfg.s3_region:
         kwargs["region_name"] = cfg.s3_region
-    s = ctx.settings
-    if cfg.s3_endpoint == s.s3_endpoint and s3server.is_running(s):
-        keys = s3server.credentials(s)
-        kwargs["aws_access_key_id"] = keys["access_key"]
-        kwargs["aws_secret_access_key"] = keys["secret_key"]
+    keys = ctx.hints.s3_keys(cfg.s3_endpoint)
+    if keys is not None:
+        kwargs["aws_access_key_id"], kwargs["aws_secret_access_key"] = keys
     return boto3.client("s3", **kwargs)
 
 

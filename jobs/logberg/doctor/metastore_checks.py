@@ -6,27 +6,10 @@ import getpass
 import os
 import socket
 
+from logberg.doctor.results import CheckResult, Context, failed, ok, skipped
 from logberg.lakehouse.thrift import HiveMetastoreClient, MetastoreError, ThriftError
-from logberg_platform.doctor.results import CheckResult, Context, failed, ok, skipped
 
 # ---- 1. the metastore --------------------------------------------------------------------
-
-
-def metastore_fix(ctx: Context) -> str:
-    from logberg_platform import metastore
-
-    s = ctx.settings
-    svc = metastore.service(s)
-    started = (
-        f"this home's metastore runs (pid {svc.pid()}) but does not answer: see {svc.log_file}; "
-        if svc.pid() is not None
-        else ""
-    )
-    return (
-        f"{started}start it with `logberg local up` (LOGBERG_HOME={s.home}), or point "
-        "LOGBERG_METASTORE_URI (or LOGBERG_METASTORE_PORT, for this home's) at the metastore "
-        "that runs"
-    )
 
 
 def check_metastore(ctx: Context) -> CheckResult:
@@ -45,16 +28,14 @@ def check_metastore(ctx: Context) -> CheckResult:
             dbs = client.get_all_databases()
     except ThriftError as e:
         return failed(
-            name, f"the metastore at {uri} does not answer thrift ({e})", metastore_fix(ctx)
+            name, f"the metastore at {uri} does not answer thrift ({e})", ctx.hints.metastore_fix()
         )
     except MetastoreError as e:
-        from logberg_platform import metastore
-
         return failed(
             name,
             f"the metastore at {uri} answered get_all_databases with an error: {e}",
             "its database is the usual cause (see the database checks); the metastore's log: "
-            f"{metastore.service(ctx.settings).log_file}",
+            f"{ctx.hints.metastore_log()}",
         )
     ctx.databases = dbs
     return ok(name, f"{uri} answers get_all_databases: {', '.join(dbs) or '(none)'}")

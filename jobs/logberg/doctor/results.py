@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Protocol
 
 from logberg.lakehouse.session import LakehouseConfig
-from logberg_platform.local_settings import LocalSettings
 
-PASSWORD_ENV = "LOGBERG_METASTORE_DB_PASSWORD"
-# Iceberg's HiveCatalog takes a metastore lock around every commit (lock, check_lock,
-# heartbeat, unlock). In Hive 3.1 the metastore's TxnHandler keeps those locks in
-# HIVE_LOCKS, numbered from NEXT_LOCK_ID, serialises lock checks on a row of AUX_TABLE, and
-# heartbeats and times them out along with transactions (TXNS, TXN_COMPONENTS). schematool
-# creates them; a schema made any other way (DataNucleus' autoCreateAll) lacks them, and then
-# every Iceberg commit fails while plain reads work.
-LOCK_TABLES = ("HIVE_LOCKS", "NEXT_LOCK_ID", "AUX_TABLE", "TXNS", "TXN_COMPONENTS")
 PROBE_DIR = "_logberg_doctor"
 IN_CLUSTER = (
     "in a cluster only the metastore holds its database's credentials: the chart's schema "
@@ -59,15 +50,41 @@ def skipped(name: str, detail: str) -> CheckResult:
     return CheckResult(name, Status.SKIPPED, detail)
 
 
+class Hints(Protocol):
+    """What to tell a user where the environment knows more (the local platform: this
+    home's metastore process and log, its S3 server's keys)."""
+
+    def metastore_fix(self) -> str: ...
+
+    def metastore_log(self) -> str: ...
+
+    def s3_keys(self, endpoint: str | None) -> tuple[str, str] | None: ...
+
+
+class ClusterHints:
+    """In a cluster: the release's metastore, and the pod's own AWS credential chain."""
+
+    def metastore_fix(self) -> str:
+        return (
+            "check the metastore's pods and Service (kubectl get pods,svc -l "
+            "app.kubernetes.io/name=hive-metastore) and that LOGBERG_METASTORE_URI names it"
+        )
+
+    def metastore_log(self) -> str:
+        return "kubectl logs deploy/hive-metastore"
+
+    def s3_keys(self, endpoint: str | None) -> tuple[str, str] | None:
+        return None
+
+
 @dataclass
 class Context:
-    """What the checks share: the settings, and what earlier checks learned."""
+    """What the checks share: the settings, the hints, and what earlier checks learned."""
 
-    settings: LocalSettings
     config: LakehouseConfig
     timeout: float = 10.0
     # In a cluster pod (LOGBERG_PROFILE=cluster) only the metastore holds its database's
     # credentials: the database checks are the chart's schema Job's and `helm test`'s.
     cluster: bool = False
+    hints: Hints = field(default_factory=ClusterHints)
     databases: list[str] | None = None  # from the metastore, when it answered
-    db_conn: Any = None  # an open psycopg2 connection, when the database check passed
