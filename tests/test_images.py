@@ -23,7 +23,7 @@ from logberg.errors import ConfigError
 from logberg_platform.build import container_images as images
 from logberg_platform.cluster.node_images import content_tag
 from logberg_platform.local_settings import LocalSettings, java_home
-from logberg_platform.runtime import agent_jars
+from logberg_platform.setup_artifacts import agent_jars
 
 pytestmark = pytest.mark.static
 

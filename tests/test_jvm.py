@@ -9,13 +9,13 @@ import pyspark
 import pytest
 
 from logberg.errors import ConfigError
-from logberg_platform import runtime
+from logberg_platform import setup_artifacts
 from logberg_platform.build import jvm
 from logberg_platform.local_settings import LocalSettings, java_home
 
 SPARK_JARS = Path(pyspark.__file__).parent / "jars"
 # ua-parser's JVM port, which the classifier compiles against (`make setup` resolved it).
-AGENT_JARS = runtime.agent_jars(LocalSettings.from_env().tools)
+AGENT_JARS = setup_artifacts.agent_jars(LocalSettings.from_env().tools)
 
 
 @pytest.mark.slow
@@ -29,22 +29,22 @@ def test_build_is_reproducible_and_holds_the_parser(tmp_path: Path) -> None:
     for cls in ("ParseLine", "LineScan", "LogLines", "RejectCollector", "Field", "Reject"):
         assert f"dev/logberg/{cls}.class" in names
     assert {"dev/logberg/Agents.class", "dev/logberg/ClassifyAgent.class"} <= set(names)
-    assert rules == (runtime.JAVA_SOURCES / "dev" / "logberg" / "agents.rules").read_bytes()
+    assert rules == (setup_artifacts.JAVA_SOURCES / "dev" / "logberg" / "agents.rules").read_bytes()
     assert not list(a.parent.glob(".*")), "no partial jar left behind"
 
 
 @pytest.mark.slow
 def test_local_jar_is_named_after_sources_and_spark(tmp_path: Path) -> None:
-    agents = runtime.jar_dir(tmp_path, "agents")
+    agents = setup_artifacts.jar_dir(tmp_path, "agents")
     agents.mkdir(parents=True)
     for j in AGENT_JARS:
         (agents / j.name).symlink_to(j)
     jar = jvm.local_jar(tmp_path)
-    fingerprint = runtime.parser_fingerprint(pyspark.__version__)
-    assert jar.name == f"{runtime.PARSER_JAR_PREFIX}-{fingerprint}.jar"
-    assert fingerprint != runtime.parser_fingerprint("0.0.0")
-    assert runtime.parser_jar(tmp_path) == jar  # where sessions look for it
-    other = jar.with_name(f"{runtime.PARSER_JAR_PREFIX}-000000000000.jar")
+    fingerprint = setup_artifacts.parser_fingerprint(pyspark.__version__)
+    assert jar.name == f"{setup_artifacts.PARSER_JAR_PREFIX}-{fingerprint}.jar"
+    assert fingerprint != setup_artifacts.parser_fingerprint("0.0.0")
+    assert setup_artifacts.parser_jar(tmp_path) == jar  # where sessions look for it
+    other = jar.with_name(f"{setup_artifacts.PARSER_JAR_PREFIX}-000000000000.jar")
     other.write_bytes(b"old")
     jar.unlink()
     assert jvm.local_jar(tmp_path) == jar and jar.is_file()

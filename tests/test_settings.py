@@ -110,25 +110,25 @@ def test_metastore_is_a_version_spark_and_iceberg_speak_to() -> None:
 def test_class_archive_options_follow_the_archive(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from logberg_platform import local, runtime
+    from logberg_platform import local, setup_artifacts
 
     jars = tmp_path / "jars" / "spark"
     jars.mkdir(parents=True)
     (jars / "iceberg-spark-runtime.jar").write_bytes(b"")
-    runtime.jar_dir(tmp_path, "agents").mkdir(parents=True)
-    (runtime.jar_dir(tmp_path, "agents") / "uap-java.jar").write_bytes(b"")
-    parser = runtime.parser_jar(tmp_path)
+    setup_artifacts.jar_dir(tmp_path, "agents").mkdir(parents=True)
+    (setup_artifacts.jar_dir(tmp_path, "agents") / "uap-java.jar").write_bytes(b"")
+    parser = setup_artifacts.parser_jar(tmp_path)
     parser.parent.mkdir(parents=True)
     parser.write_bytes(b"")
     monkeypatch.setenv("LOGBERG_TOOLS", str(tmp_path))
     monkeypatch.setenv("LOGBERG_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv(runtime.CDS_DUMP_ENV, raising=False)
+    monkeypatch.delenv(setup_artifacts.CDS_DUMP_ENV, raising=False)
     s = LocalSettings.from_env()
-    assert runtime.cds_java_options(s) == ""  # no archive yet: start without one
-    archive = runtime.cds_archive(s)
+    assert setup_artifacts.cds_java_options(s) == ""  # no archive yet: start without one
+    archive = setup_artifacts.cds_archive(s)
     archive.parent.mkdir(parents=True)
     archive.write_bytes(b"x")
-    assert f"-XX:SharedArchiveFile={archive}" in runtime.cds_java_options(s)
+    assert f"-XX:SharedArchiveFile={archive}" in setup_artifacts.cds_java_options(s)
     cfg = LakehouseConfig(metastore_uri=s.metastore_uri, warehouse=s.warehouse.as_uri())
     conf = local.spark_runtime(s, cfg).conf
     assert f"-XX:SharedArchiveFile={archive}" in conf["spark.driver.extraJavaOptions"]
@@ -138,10 +138,10 @@ def test_class_archive_options_follow_the_archive(
     assert str(parser) in conf["spark.driver.extraClassPath"]
     # Another jar set is another archive; the old one is not used for it.
     (jars / "other.jar").write_bytes(b"")
-    assert runtime.cds_archive(s) != archive
-    assert runtime.cds_java_options(s) == ""
+    assert setup_artifacts.cds_archive(s) != archive
+    assert setup_artifacts.cds_java_options(s) == ""
     out = str(tmp_path / "out.jsa")
-    assert f"-XX:ArchiveClassesAtExit={out}" in runtime.cds_java_options(s, dump_to=out)
+    assert f"-XX:ArchiveClassesAtExit={out}" in setup_artifacts.cds_java_options(s, dump_to=out)
 
 
 def test_a_session_never_builds_what_setup_makes(

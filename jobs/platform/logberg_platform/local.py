@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from logberg.lakehouse.session import JIT_OPTIONS, LakehouseConfig, SparkRuntime, build_session
-from logberg_platform import metastore, runtime, s3server
+from logberg_platform import metastore, s3server, setup_artifacts
 from logberg_platform.local_settings import LocalSettings, java_home
 from logberg_platform.supervisor import port_open
 
@@ -107,11 +107,13 @@ def spark_runtime(s: LocalSettings, cfg: LakehouseConfig) -> SparkRuntime:
         env.update(s3server.client_env(s))  # the local server only knows its own keys
     spark_dir = s.home / "spark"
     (spark_dir / "tmp").mkdir(parents=True, exist_ok=True)
-    cds = runtime.cds_java_options(s, os.environ.get(runtime.CDS_DUMP_ENV))
+    cds = setup_artifacts.cds_java_options(s, os.environ.get(setup_artifacts.CDS_DUMP_ENV))
     conf = {
         # On the JVM's own class path, not spark.jars: local mode then does not copy the
         # jars (the AWS SDK bundle is 600 MB) into every session's work directory.
-        "spark.driver.extraClassPath": os.pathsep.join(map(str, runtime.spark_jars(s.tools))),
+        "spark.driver.extraClassPath": os.pathsep.join(
+            map(str, setup_artifacts.spark_jars(s.tools))
+        ),
         "spark.driver.memory": os.environ.get("LOGBERG_DRIVER_MEMORY", "2g"),
         "spark.driver.extraJavaOptions": f"{JIT_OPTIONS} {cds} -Dderby.system.home={spark_dir}",
         "spark.sql.shuffle.partitions": shuffle,

@@ -15,7 +15,7 @@ from xml.sax.saxutils import escape
 from logberg.errors import ConfigError, ServiceError
 from logberg.lakehouse.hadoop import s3a_properties
 from logberg.versions import pins
-from logberg_platform import runtime
+from logberg_platform import setup_artifacts
 from logberg_platform.local_settings import LocalSettings, java_home
 from logberg_platform.supervisor import Supervised, port_open, wait_for_port
 
@@ -117,7 +117,7 @@ def write_conf(s: LocalSettings, warehouse: str, s3_endpoint: str | None) -> Pat
 
 
 def _java_cmd(s: LocalSettings, conf: Path, main: str, args: list[str]) -> list[str]:
-    cp = [str(conf), *map(str, runtime.metastore_classpath(s.tools))]
+    cp = [str(conf), *map(str, setup_artifacts.metastore_classpath(s.tools))]
     return [
         str(java_home() / "bin" / "java"),
         *JVM_OPTS,
@@ -136,7 +136,7 @@ def _env(s: LocalSettings, extra: dict[str, str] | None = None) -> dict[str, str
     env.update(
         {
             "JAVA_HOME": str(java_home()),
-            "METASTORE_HOME": str(runtime.hive_home(s.tools)),
+            "METASTORE_HOME": str(setup_artifacts.hive_home(s.tools)),
             "HADOOP_USER_NAME": env.get("HADOOP_USER_NAME", env.get("USER", "logberg")),
         }
     )

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from logberg.errors import ServiceError
 from logberg_platform.local_settings import LocalSettings
-from logberg_platform.runtime import CDS_DUMP_ENV, cds_archive
+from logberg_platform.setup_artifacts import CDS_DUMP_ENV, cds_archive
 from logberg_platform.supervisor import free_port
 
 KEEP_ARCHIVES = 3

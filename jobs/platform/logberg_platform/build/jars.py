@@ -27,7 +27,7 @@ from logberg.errors import ServiceError
 from logberg.versions import Pins, pins
 from logberg_platform.build import jvm
 from logberg_platform.local_settings import LocalSettings, java_home
-from logberg_platform.runtime import hive_home, jar_dir
+from logberg_platform.setup_artifacts import hive_home, jar_dir
 
 MAVEN_VERSION = "3.9.9"
 CENTRAL = "https://repo1.maven.org/maven2"

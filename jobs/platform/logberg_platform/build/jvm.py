@@ -4,7 +4,7 @@ The line parser (`dev.logberg.LineScan`; a Spark Java UDF, `ParseLine`, and a da
 that parses files as it reads them, `LogLines`) replaces a regex, a split and a date
 formatter per line (bench/README.md). Locally, `make setup` (`logberg setup jars`) builds
 it into .tools/jars/logberg/, named after the sources and the PySpark version, where local
-sessions find it (`logberg_platform.runtime`). The Spark image builds the same jar in a
+sessions find it (`logberg_platform.setup_artifacts`). The Spark image builds the same jar in a
 build stage with a JDK (`python3 -m logberg_platform.build.jvm DIR`, DIR holding links to
 the image's Spark jars) and copies it into /opt/spark/jars (images/spark/Dockerfile).
 """
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from logberg.errors import ConfigError, ServiceError
-from logberg_platform.runtime import (
+from logberg_platform.setup_artifacts import (
     JAVA_SOURCES,
     PARSER_JAR_PREFIX,
     agent_jars,
