@@ -154,4 +154,4 @@ checkov: ## install the pinned checkov into .tools/checkov-venv (its own venv; i
 	fi
 
 k8s-static: checkov ## static chart/image checks: helm lint, kubernetes-validate, checkov, structure
-	$(VENV)/bin/pytest -m static tests/test_charts*.py tests/test_images*.py -q
+	$(VENV)/bin/pytest -m static tests/static/test_charts.py tests/static/test_images.py -q

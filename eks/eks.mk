@@ -189,7 +189,7 @@ eks-down: eks-tools ## destroy everything eks-up created, the deploy flow's rele
 eks-minio: ## build the pinned MinIO that enforces eks/'s IAM policies in tests (cached in .tools/minio)
 	tests/eks_support/build-minio.sh "$(TOOLS)"
 
-# tests/test_eks_s3_policies.py (part of `make test`) runs logberg against that MinIO.
+# tests/integration/test_eks_s3_policies.py (part of `make test`) runs logberg against that MinIO.
 test: eks-minio
 
 .PHONY: eks-checkov-venv
@@ -203,7 +203,7 @@ eks-checkov-venv: ## install checkov into .tools/checkov-venv (idempotent; reuse
 	fi
 
 .PHONY: eks-lint
-eks-lint: eks-checkov-venv $(VENV)/.installed ## static checks of eks/: fmt (if terraform/tofu exists), checkov, the static tests/test_eks*.py
+eks-lint: eks-checkov-venv $(VENV)/.installed ## static checks of eks/: fmt (if terraform/tofu exists), checkov, the static tests/static/test_eks.py
 	@if [ -n "$(EKS_TF)" ]; then $(EKS_TF) fmt -recursive -check $(EKS_DIR); \
 	  else echo "terraform/tofu not on PATH: skipping fmt -check"; fi
 	@# eks/charts hold only External Secrets and SecurityGroupPolicy CRs (no checkov check
@@ -212,4 +212,4 @@ eks-lint: eks-checkov-venv $(VENV)/.installed ## static checks of eks/: fmt (if 
 	  --skip-download --skip-path charts/metastore-db-secret --skip-path charts/metastore-pod-sg \
 	  --quiet --compact
 	@# The MinIO policy test (integration) runs in `make test`, after `make eks-minio`.
-	$(BIN)/pytest -m static tests/test_eks*.py $(PYTEST_ARGS)
+	$(BIN)/pytest -m static tests/static/test_eks.py $(PYTEST_ARGS)

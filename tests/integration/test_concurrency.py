@@ -21,7 +21,7 @@ from pyspark.testing import assertDataFrameEqual
 from logberg.lakehouse import sql
 from logberg.pipeline import analytics as an
 from tests.conftest import REPO, reset_namespace
-from tests.test_ingest import counts, expected, generate
+from tests.integration.test_ingest import counts, expected, generate
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("lakehouse")]
 WAIT_S = 900.0

@@ -49,7 +49,7 @@ from tests.eks_support.terraform import (
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 # Identifiers only the KMS/Secrets Manager statements name; those never reach MinIO.
 FAKE_IDS = {
     "aws_kms_key.data.arn": "arn:aws:kms:eu-west-1:123456789012:key/test",

@@ -38,7 +38,7 @@ from logberg_platform.build import images
 
 pytestmark = [pytest.mark.containers, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PINS = tomllib.loads((REPO / "jobs" / "logberg" / "versions.toml").read_text())
 PREFIX = f"logberg-ctest-{os.getpid()}"
 BUCKET = "logberg"

@@ -20,7 +20,7 @@ from logberg.errors import ConfigError
 from logberg.pipeline.ingest.batch import ingest
 from logberg.pipeline.ingest.config import IngestConfig
 from tests.conftest import REPO, run_logberg
-from tests.test_ingest import file_uris, generate, in_list
+from tests.integration.test_ingest import file_uris, generate, in_list
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("lakehouse")]
 

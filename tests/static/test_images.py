@@ -1,5 +1,5 @@
 """Static checks of images/ and of the image builder (no container runs here; those are in
-tests/test_containers.py): pins against versions.toml, one Debian base, multi-arch by
+tests/containers/test_containers.py): pins against versions.toml, one Debian base, multi-arch by
 construction, a checksum on every download, non-root users, content-hash tags, the
 metastore entrypoint's logic (against a fake JVM) and checkov."""
 
@@ -26,7 +26,7 @@ from logberg_platform.settings import LocalSettings, java_home
 
 pytestmark = pytest.mark.static
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 IMAGES = REPO / "images"
 SPARK = IMAGES / "spark" / "Dockerfile"
 HMS = IMAGES / "hive-metastore" / "Dockerfile"
@@ -201,8 +201,8 @@ def _pom_coordinates(pom: Path, dockerfile: Path) -> set[str]:
 
 
 def test_image_jars_are_the_local_paths_jars() -> None:
-    from logberg_platform.build import jars
     from logberg.versions import pins
+    from logberg_platform.build import jars
 
     groups = jars.groups(pins())
     spark = _pom_coordinates(IMAGES / "spark" / "pom.xml", SPARK)

@@ -11,7 +11,7 @@ import pytest
 
 from logberg.cli import build_parser
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()
 
 

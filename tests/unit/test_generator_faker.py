@@ -26,9 +26,9 @@ from faker.providers.lorem.en_US import Provider as Lorem
 from generator import words
 from generator.site import _SEARCH_ENGINES, _SEARCH_ESCAPED, _SOCIAL, HOST
 from generator.words import build_words, faker_for
-from tests.test_generator import REQUEST, Run, generate, load
+from tests.unit.test_generator import REQUEST, Run, generate, load
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ONE_DAY = ("--start-date", "2025-01-06", "--end-date", "2025-01-06", "--no-gzip")
 FIXED_REFERRERS = {e for e, _ in _SEARCH_ENGINES} | set(_SOCIAL)
 

@@ -25,7 +25,7 @@ import yaml
 
 pytestmark = pytest.mark.static
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CHARTS = REPO / "charts"
 HELM = REPO / ".tools" / "bin" / "helm"
 CHECKOV = REPO / ".tools" / "checkov-venv" / "bin" / "checkov"
@@ -465,7 +465,7 @@ def test_metrics_rbac_spot_and_service_account() -> None:
             in spec["sparkConf"]["spark.metrics.conf.*.sink.prometheusServlet.class"]
         )
         assert spec["driver"]["annotations"]["prometheus.io/scrape"] == "true"
-        # eks/'s tainted spark node group (tests/test_eks.py checks the match with eks.tf).
+        # eks/'s tainted spark node group (tests/static/test_eks.py checks the match with eks.tf).
         assert spec["executor"]["nodeSelector"] == {"logberg.io/pool": "spark"}
         assert spec["executor"]["tolerations"][0]["key"] == "logberg.io/spark"
         assert spec["dynamicAllocation"]["maxExecutors"] == 20
@@ -982,7 +982,7 @@ def test_k8s_mk_targets_have_help_and_tools_fallbacks() -> None:
         timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
-    # The builder reads every pin from versions.toml itself (tests/test_images.py checks it).
+    # The builder reads every pin from versions.toml itself (tests/static/test_images.py checks it).
     assert "-m logberg_platform.build.images build spark hive-metastore" in proc.stdout
     assert "dev-postgres dev-s3" in proc.stdout
 

@@ -20,7 +20,7 @@ from logberg.pipeline import rollback
 from logberg.pipeline.ingest.batch import ingest
 from logberg.pipeline.ingest.config import IngestConfig
 from tests.conftest import reset_namespace, run_logberg
-from tests.test_ingest import generate
+from tests.integration.test_ingest import generate
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("lakehouse")]
 

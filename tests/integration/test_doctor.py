@@ -26,11 +26,11 @@ import psycopg2
 import pytest
 
 from logberg.lakehouse.thrift import HiveMetastoreClient
+from logberg.versions import pins
 from logberg_platform.doctor import LOCK_PROBE_TABLE, LOCK_TABLES, PASSWORD_ENV
 from logberg_platform.procs import free_port
-from logberg.versions import pins
 from tests.conftest import HOME_ENV, REPO
-from tests.pg import PgServer, _bin
+from tests.integration.pg import PgServer, _bin
 
 pytestmark = pytest.mark.integration
 

@@ -20,7 +20,7 @@ from generator.agents import AGENTS
 from logberg.pipeline import agent_rules
 from logberg.pipeline.devices import classify_device
 
-DATA = Path(__file__).parent / "data" / "agents"
+DATA = Path(__file__).resolve().parents[1] / "data" / "agents"
 
 
 def reference(ua: str) -> tuple[str, str, str]:

@@ -26,9 +26,9 @@ import pytest
 from generator import __version__
 from generator.cli import main
 from generator.progress import Progress
-from tests.test_generator_agents import rule_label as device_of
+from tests.unit.test_generator_agents import rule_label as device_of
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 LINE = re.compile(
     r'(?P<ip>[0-9a-f:.]+) - (?P<user>[^ "\[\]]+) \[(?P<ts>[^\]]*)\] '

@@ -10,10 +10,10 @@ import tomllib
 
 from logberg.errors import ConfigError
 from logberg.lakehouse.session import CATALOG, LakehouseConfig, catalog_conf
-from logberg_platform.settings import LocalSettings, MetastoreDb
 from logberg.versions import pins
+from logberg_platform.settings import LocalSettings, MetastoreDb
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_metastore_db_defaults_to_embedded_derby() -> None:

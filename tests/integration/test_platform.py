@@ -16,7 +16,7 @@ import pytest
 
 from logberg_platform.procs import free_port
 from tests.conftest import REPO, run_logberg, run_side_by_side
-from tests.pg import PgServer
+from tests.integration.pg import PgServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("lakehouse")]
 
@@ -38,8 +38,8 @@ def test_iceberg_lifecycle_through_thrift_metastore_on_derby(spark) -> None:
 def test_spark_hive_client_and_iceberg_speak_to_the_pinned_metastore(spark) -> None:
     """Spark's built-in Hive client (get_table) and Iceberg's HiveCatalog both work against
     the metastore version we ship; Hive >= 4.0.1 would fail here with 'Invalid method name'."""
-    from logberg_platform.settings import LocalSettings
     from logberg.versions import pins
+    from logberg_platform.settings import LocalSettings
 
     spark.sql("CREATE TABLE IF NOT EXISTS nginx_logs.pairing (id INT) USING iceberg")
     spark.sql("INSERT INTO nginx_logs.pairing VALUES (7)")

@@ -26,7 +26,7 @@ from logberg_platform import s3server
 from logberg_platform.settings import LocalSettings
 from tests.conftest import reset_namespace, run_logberg
 from tests.helpers import browser
-from tests.test_analytics import generate, run_ingest
+from tests.integration.test_analytics import generate, run_ingest
 
 EXTERNAL = re.compile(r"https?://", re.IGNORECASE)
 

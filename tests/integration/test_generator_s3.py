@@ -18,7 +18,7 @@ from logberg_platform.procs import free_port
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BUCKET = "logberg"
 
 

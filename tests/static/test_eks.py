@@ -33,7 +33,7 @@ from tests.eks_support.terraform import (
 
 pytestmark = pytest.mark.static
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EKS = REPO / "eks"
 TF_FILES = tf_files()
 
@@ -981,9 +981,9 @@ def _values_eks(chart: str) -> dict[str, Any]:
 
 
 def test_spark_may_list_the_raw_bucket_without_prefix_condition() -> None:
-    """Defect 1 (statically; tests/test_eks_s3_policies.py runs it for real): S3A's HEAD of
-    a missing key is a 403 unless s3:ListBucket is granted without an s3:prefix condition,
-    and S3A's probe of the landing directory is a HEAD of the key "raw"."""
+    """Defect 1 (statically; tests/integration/test_eks_s3_policies.py runs it for real):
+    S3A's HEAD of a missing key is a 403 unless s3:ListBucket is granted without an s3:prefix
+    condition, and S3A's probe of the landing directory is a HEAD of the key "raw"."""
     spark = TF.document("spark")["Statement"]
     raw = TF.reference("aws_s3_bucket.raw.arn")
     listing = [st for st in spark if "s3:ListBucket" in st["Action"] and st["Resource"] == [raw]]
