@@ -115,12 +115,17 @@ def test_only_test_cluster_homes_with_no_live_process_are_stale(tmp_path: Path) 
         home.mkdir()
     for home in (dead, live, other):
         (home / "host-record.json").write_text("{}")
-    holder = subprocess.Popen(["sh", "-c", "sleep 60", f"{live.resolve()}/x"])
+    # The holder names the home in its own command line and never forks: `read` is a shell
+    # builtin. (A `sh -c "sleep 60"` forks a child that carries sh's command line until it
+    # execs sleep; killed in that window, the child outlives sh still naming the home.) It
+    # waits for its stdin, so closing that ends it; Popen returns once sh has exec'd.
+    holder = subprocess.Popen(["sh", "-c", "read _", f"{live.resolve()}/x"], stdin=subprocess.PIPE)
     try:
         assert stale_cluster_homes(tmp_path, min_age_s=0) == [dead]
     finally:
-        holder.kill()
-        holder.wait()
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=60)
     assert stale_cluster_homes(tmp_path, min_age_s=0) == [dead, live]
     # A record written moments ago may be a run that is just starting its processes.
     assert stale_cluster_homes(tmp_path) == []
