@@ -504,7 +504,10 @@ class Deployed:
             self.helm("status", "logberg", f"--namespace={NS}")
         except AssertionError:
             return False
-        self.outputs = {t: (self.home / f"{t}.out").read_text() for t in DEPLOY_STEPS}
+        try:
+            self.outputs = {t: (self.home / f"{t}.out").read_text() for t in DEPLOY_STEPS}
+        except OSError:
+            return False
         return True
 
     def forget(self) -> None:
