@@ -831,7 +831,7 @@ def test_spark_operator_overrides() -> None:
     assert "jobNamespaces" not in values["spark"]
     assert values["webhook"]["enable"] is True
     assert values["prometheus"]["metrics"]["enable"] is True
-    deploy = (REPO / "jobs" / "logberg" / "platform" / "k8s" / "deploy.py").read_text()
+    deploy = (REPO / "jobs" / "platform" / "logberg_platform" / "k8s" / "deploy.py").read_text()
     assert "spark.jobNamespaces[0]=" in deploy and "spark-operator.yaml" in deploy
     assert not list(CHARTS.glob("**/spark-operator*.tgz")), "the upstream chart is not vendored"
 
