@@ -68,4 +68,4 @@ kind-down: ## delete the kind cluster (and everything in it)
 	$(KIND) delete cluster --name $(KIND_CLUSTER)
 
 k8s-static: checkov ## static chart/image checks: helm lint, kubernetes-validate, checkov, structure
-	$(VENV)/bin/pytest -m static tests/test_charts*.py tests/test_images*.py -q
+	$(VENV)/bin/pytest -m static tests/static/test_charts.py tests/static/test_images.py -q

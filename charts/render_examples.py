@@ -3,7 +3,7 @@
 Each example is the SparkApplication the chart renders with values-kind.yaml, as a plain
 manifest a person applies with `kubectl -n <namespace> apply -f`: no namespace of its own,
 a fixed `-example` name, the chart's image at the version tag (`make k8s-deploy` loads it
-under that tag too). tests/test_charts.py checks that they never drift from the chart.
+under that tag too). tests/static/test_charts.py checks that they never drift from the chart.
 
     python charts/render_examples.py [--helm PATH]
 """

@@ -105,7 +105,7 @@ eks-minio: ## build the pinned MinIO that enforces eks/'s IAM policies in tests 
 eks-checkov-venv: checkov ## install checkov into .tools/checkov-venv (the same install as `make checkov`)
 
 .PHONY: eks-lint
-eks-lint: checkov $(VENV)/.installed ## static checks of eks/: fmt (if terraform/tofu exists), checkov, the static tests/test_eks*.py
+eks-lint: checkov $(VENV)/.installed ## static checks of eks/: fmt (if terraform/tofu exists), checkov, the static tests/static/test_eks.py
 	@if [ -n "$(EKS_TF)" ]; then $(EKS_TF) fmt -recursive -check $(EKS_DIR); \
 	  else echo "terraform/tofu not on PATH: skipping fmt -check"; fi
 	@# eks/charts hold only External Secrets and SecurityGroupPolicy CRs (no checkov check
@@ -114,4 +114,4 @@ eks-lint: checkov $(VENV)/.installed ## static checks of eks/: fmt (if terraform
 	  --skip-download --skip-path charts/metastore-db-secret --skip-path charts/metastore-pod-sg \
 	  --quiet --compact
 	@# The MinIO policy test (integration) runs in `make test`, after `make eks-minio`.
-	$(BIN)/pytest -m static tests/test_eks*.py $(PYTEST_ARGS)
+	$(BIN)/pytest -m static tests/static/test_eks.py $(PYTEST_ARGS)

@@ -3,7 +3,7 @@
 # chart, charts/hive-metastore, charts/logberg) are not here: `make eks-deploy` installs
 # them with the same `make k8s-deploy` flow the local cluster and kind use, with the
 # values below (output chart_values, written to files by `make eks-values`). They are
-# yamlencoded so that tests/test_eks.py can check every key against the charts'
+# yamlencoded so that tests/static/test_eks.py can check every key against the charts'
 # values.schema.json. No value here is a credential: the metastore's password reaches
 # its pod through External Secrets (see README.md, "Secret flow").
 #

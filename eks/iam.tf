@@ -146,7 +146,7 @@ data "aws_iam_policy_document" "spark" {
   # Unconditioned on purpose. S3A HEADs every path it probes (a directory, a file that
   # may not exist); a HEAD carries no s3:prefix, and S3 answers a missing key with 403
   # instead of 404 to a caller without s3:ListBucket, so a prefix condition here fails
-  # the first probe with AccessDenied (tests/test_eks_s3_policies.py). Key names in the
+  # the first probe with AccessDenied (tests/integration/test_eks_s3_policies.py). Key names in the
   # raw bucket become listable; reading stays limited to raw/ (ReadRawLogs).
   statement {
     sid       = "ListRawBucket"

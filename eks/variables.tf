@@ -1,5 +1,5 @@
 # Every variable is typed and described; every variable that is not a plain bool is
-# validated (tests/test_eks.py checks both).
+# validated (tests/static/test_eks.py checks both).
 
 # ---------------------------------------------------------------------------
 # General

@@ -1,5 +1,5 @@
-// A mutating admission webhook for tests/test_cluster.py. It labels every object it is asked
-// about, which proves the apiserver reaches a webhook Service in the pod network over TLS.
+// A mutating admission webhook for tests/cluster/test_cluster_webhook.py. It labels every
+// object it is asked about, which proves the apiserver reaches a webhook Service in the pod network over TLS.
 // Standard library only; the test builds it static and runs it from a local image.
 package main
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build the MinIO that tests/test_eks_s3_policies.py enforces eks/'s IAM policies with:
+# Build the MinIO that tests/integration/test_eks_s3_policies.py enforces eks/'s IAM policies with:
 # the release pinned in jobs/logberg/versions.toml ([s3] minio) plus minio_missing_key.go
 # (AWS's 403-for-a-missing-key rule), into
 #   TOOLS/minio/<version>-<sha256 of minio_missing_key.go, 12 hex>/minio

@@ -1,4 +1,4 @@
-"""A private MinIO server that enforces IAM policies, for tests/test_eks_s3_policies.py.
+"""A private MinIO server that enforces IAM policies, for tests/integration/test_eks_s3_policies.py.
 
 The binary is the MinIO release pinned in jobs/logberg/versions.toml ([s3] minio), built by
 `make eks-minio` (tests/eks_support/build-minio.sh) together with minio_missing_key.go: AWS

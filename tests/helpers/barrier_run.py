@@ -1,4 +1,5 @@
-"""A `logberg` command run in rounds, each released by a barrier (tests/test_concurrency.py).
+"""A `logberg` command run in rounds, each released by a barrier
+(tests/integration/test_concurrency.py).
 
     python -m tests.helpers.barrier_run DIR NAME ROUNDS -- ARGS...
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from logberg_platform.supervisor import processes_with
 
 REPO = Path(__file__).resolve().parents[2]
-CLUSTER_HOMES = ("lbk-*", "lbk8s-*")  # tempfile prefixes of tests/test_cluster.py, test_k8s.py
+CLUSTER_HOMES = ("lbk-*", "lbk8s-*")  # the homes of tests/cluster/ (framework.py)
 CONTAINER_NAME = re.compile(r"logberg-ctest-(\d+)-")
 AARDVARK_PID = Path("/run/containers/networks/aardvark-dns/aardvark.pid")
 MIN_AGE_S = 300.0

@@ -21,7 +21,7 @@ from logberg.errors import ConfigError, ServiceError
 from logberg.versions import pins
 from logberg_platform.supervisor import run
 
-REPO_IMAGES = Path(__file__).resolve().parents[5] / "images"
+REPO_IMAGES = Path(__file__).resolve().parents[4] / "images"
 PAUSE = "localhost/logberg-pause"
 COREDNS = "localhost/logberg-coredns"
 NAMESPACE = "k8s.io"  # containerd namespace of the CRI plugin

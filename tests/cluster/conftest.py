@@ -1,0 +1,224 @@
+"""Fixtures of the live-cluster tests (the framework is tests/cluster/framework.py).
+
+`cluster` is the bare local cluster, `deployed` the cluster with logberg deployed and the
+demo run; both are session-wide and reuse a running one. The files run in the order of
+ORDER when the whole suite runs (the one that uninstalls, and the one that takes the bare
+cluster down, last of their cluster), and each file also runs alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.cluster.framework import (
+    DEMO_ARGS,
+    DEPLOY_HOME,
+    DEPLOY_STEPS,
+    KEEP,
+    NODE_HOME,
+    NS,
+    OPERATOR_NS,
+    PROBE,
+    Cluster,
+    Deployed,
+    cluster_cli,
+    deploy_env,
+    deploy_why_not,
+    deployment_inputs,
+    host_picture,
+    is_up,
+    kubectl_path,
+    node_env,
+    node_why_not,
+    take_down,
+)
+from tests.conftest import REPO
+
+# The files in the order of the story they were cut from; each one runs alone too.
+ORDER = (
+    "test_cluster_node",
+    "test_cluster_dns",
+    "test_cluster_workloads",
+    "test_cluster_network",
+    "test_cluster_webhook",
+    "test_cluster_operator_missing",
+    "test_cluster_down",  # takes the bare cluster down: last of it
+    "test_demo",
+    "test_report_job",
+    "test_hardening",
+    "test_faults",
+    "test_schedule",
+    "test_rotation",
+    "test_upgrade",
+    "test_submit",
+    "test_doctor_k8s",
+    "test_uninstall",  # uninstalls: last of all
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The cluster files' tests in ORDER (a file not named there before the two that end
+    their cluster); the other tiers' tests keep their places."""
+    here = Path(__file__).parent
+    slots = [i for i, item in enumerate(items) if item.path.parent == here]
+
+    def rank(item: pytest.Item) -> int:
+        name = item.path.stem
+        return ORDER.index(name) if name in ORDER else ORDER.index("test_cluster_down") - 1
+
+    mine = sorted((items[i] for i in slots), key=rank)  # stable: file order within a file
+    for i, item in zip(slots, mine, strict=True):
+        items[i] = item
+
+
+# -- the bare cluster ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Cluster]:
+    reason = node_why_not()
+    if reason:
+        pytest.skip(reason)
+    env = node_env()
+    started = time.monotonic()
+    built = subprocess.run(
+        [sys.executable, "-m", "logberg.cli", "setup", "kubernetes"],
+        env=env, capture_output=True, text=True, timeout=3600, cwd=REPO,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    take_down(deploy_env(), "the bare cluster's tests need the machine's one cluster")
+    home, brought_up = NODE_HOME, False
+    if is_up(env) and (home / "host-before.json").exists():
+        print(f"\nreusing the running cluster at {home}")
+    else:
+        take_down(env, "not running: a fresh one")
+        home.mkdir(parents=True)
+        # The host as it was before `up`: what test_cluster_down compares with.
+        (home / "host-before.json").write_text(json.dumps(host_picture()))
+        proc = cluster_cli(env, "up")
+        (home / "up.out").write_text(proc.stdout)
+        print(f"\ncluster up in {time.monotonic() - started:.0f}s\n{proc.stdout[-3000:]}")
+        brought_up = True
+        if proc.returncode != 0:
+            take_down(env, "`up` failed")
+            raise AssertionError(proc.stdout[-3000:] + proc.stderr[-5000:])
+    c = Cluster(
+        env=env,
+        home=home,
+        kubectl_bin=kubectl_path(),
+        before=json.loads((home / "host-before.json").read_text()),
+        up_output=(home / "up.out").read_text(),
+    )
+    try:
+        yield c
+    finally:
+        if brought_up and not KEEP:
+            take_down(env, "the session that brought it up ends")
+
+
+@pytest.fixture(scope="session")
+def probe_image(cluster: Cluster) -> str:
+    """A locally built image (FROM the local Debian base, plus the cluster's kubectl),
+    tagged by its content, loaded into the node."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ctx = Path(tmp)
+        (ctx / "probe.sh").write_text(PROBE)
+        shutil.copy(cluster.kubectl_bin, ctx / "kubectl")
+        (ctx / "Dockerfile").write_text(
+            "FROM debian:bookworm-slim\nCOPY --chmod=0555 probe.sh /probe.sh\n"
+            "COPY --chmod=0555 kubectl /usr/local/bin/kubectl\n"
+            'ENTRYPOINT ["/probe.sh"]\n'
+        )
+        digest = hashlib.sha256()
+        for name in ("probe.sh", "kubectl", "Dockerfile"):
+            digest.update((ctx / name).read_bytes())
+        ref = f"localhost/logberg-cluster-probe:{digest.hexdigest()[:12]}"
+        if subprocess.run(["podman", "image", "exists", ref]).returncode != 0:
+            subprocess.run(
+                ["podman", "--runtime", "runc", "build", "--pull=never", "-t", ref, str(ctx)],
+                check=True,
+                capture_output=True,
+            )
+    proc = cluster.cli("load", ref)
+    assert proc.returncode == 0, proc.stderr
+    return ref
+
+
+# -- the deployed cluster ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def deployed() -> Iterator[Deployed]:
+    reason = deploy_why_not()
+    if reason:
+        pytest.skip(reason)
+    take_down(node_env(), "the deployed cluster's tests need the machine's one cluster")
+    home = DEPLOY_HOME
+    d = Deployed(
+        home=home,
+        env=deploy_env(),
+        kubectl_bin=str(kubectl_path()),
+        values=home / "logberg-values.yaml",
+    )
+    brought_up = False
+    if d.current():
+        print(f"\nreusing the current deployment at {home}")
+    else:
+        take_down(d.env, "no current deployment there: a fresh cluster")
+        home.mkdir(parents=True)
+        d.values.write_text(yaml.safe_dump({"generator": {"args": DEMO_ARGS}}))
+        brought_up = True
+        try:
+            took = {}
+            for step in DEPLOY_STEPS:
+                started = time.monotonic()
+                d.outputs[step] = d.make(step)
+                (home / f"{step}.out").write_text(d.outputs[step])
+                took[step] = time.monotonic() - started
+            print("\n" + ", ".join(f"{step} {s:.0f}s" for step, s in took.items()))
+            d.stamp.write_text(json.dumps(deployment_inputs()))
+        except BaseException:
+            _post_mortem(d)
+            if not KEEP:
+                _down(d)
+            raise
+    try:
+        yield d
+    finally:
+        if brought_up and not KEEP:
+            _post_mortem(d)
+            _down(d)
+
+
+def _post_mortem(d: Deployed) -> None:
+    for ns in (NS, OPERATOR_NS):  # what the pods said, for a failure's post-mortem
+        subprocess.run(
+            [d.kubectl_bin, f"--kubeconfig={d.home / 'kubeconfig'}", "-n", ns, "get", "pods",
+             "-o", "wide"], timeout=60,
+        )  # fmt: skip
+
+
+def _down(d: Deployed) -> None:
+    subprocess.run(
+        ["make", "--no-print-directory", "cluster-down", *d.make_vars],
+        cwd=REPO, env=d.env, timeout=900,
+    )  # fmt: skip
+    shutil.rmtree(d.home, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def settled(deployed: Deployed) -> Deployed:
+    """The deployment with every generated file ingested, for a file that counts rows."""
+    deployed.settle()
+    return deployed

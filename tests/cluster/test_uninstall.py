@@ -1,0 +1,78 @@
+"""Uninstalling leaves only what charts/README.md says it keeps. Runs last of all in a
+whole run; alone, it deploys (or reuses a current deployment) first, and afterwards the
+next run deploys afresh."""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+
+import pytest
+
+from tests.cluster.framework import (
+    NS,
+    OPERATOR_NS,
+    Deployed,
+    wait_for,
+)
+from tests.conftest import REPO
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+
+def test_uninstall_leaves_only_what_the_readme_says_it_keeps(deployed: Deployed) -> None:
+    deployed.forget()  # whatever happens next, the next run deploys afresh
+    for name in ("logberg-ingest-example", "logberg-analytics-example"):
+        deployed.delete_app(name)
+    for release, ns in (
+        ("logberg", NS),
+        ("hive-metastore", NS),
+        ("logberg-dev", NS),
+        ("spark-operator", OPERATOR_NS),
+    ):
+        deployed.helm("uninstall", release, f"--namespace={ns}", "--wait", "--timeout=300s")
+    readme = (REPO / "charts" / "README.md").read_text()
+    kept = {"secret/logberg-metastore-db", "secret/logberg-s3", "pod/hive-metastore-test-thrift"}
+    # What the operator makes at run time in its own namespace (not Helm's to delete).
+    operator_kept = {
+        "lease/spark-operator-controller-lock",
+        "lease/spark-operator-webhook-lock",
+        "secret/spark-operator-webhook-certs",
+    }
+    for thing in kept | operator_kept:
+        assert f"`{thing}`" in readme, thing  # the README says so
+    # Namespaced: nothing but those and what Kubernetes itself puts in every namespace.
+    left = set()
+    kinds = (
+        "all,configmaps,secrets,serviceaccounts,roles,rolebindings,pvc,networkpolicies,pdb,"
+        "jobs,leases,sparkapplications,scheduledsparkapplications"
+    )
+
+    others: dict[str, list[str]] = {}
+
+    def only_the_test_pod_left(ns: str) -> bool:
+        pods = json.loads(deployed.kubectl("-n", ns, "get", "pods", "-o", "json"))["items"]
+        names = [p["metadata"]["name"] for p in pods]
+        others[ns] = [n for n in names if n != "hive-metastore-test-thrift"]
+        return not others[ns]
+
+    for ns in (NS, OPERATOR_NS):
+        try:
+            wait_for(f"the pods of {ns} to go", partial(only_the_test_pod_left, ns), timeout=300)
+        except AssertionError as e:
+            raise AssertionError(f"{e}; still there: {others[ns]}") from None
+        out = deployed.kubectl("-n", ns, "get", kinds, "-o", "name")
+        left |= {
+            ln.strip().replace(".coordination.k8s.io", "") for ln in out.splitlines() if ln.strip()
+        }
+    builtin = {"serviceaccount/default", "configmap/kube-root-ca.crt"}
+    assert left - builtin == kept | operator_kept, left - builtin
+    # Cluster-wide: the operator's webhooks and roles are gone; the CRDs stay (Helm never
+    # deletes them, and deleting them would delete every SparkApplication).
+    hooks = deployed.kubectl(
+        "get", "mutatingwebhookconfigurations,validatingwebhookconfigurations", "-o", "name"
+    )
+    assert "spark-operator" not in hooks
+    roles = deployed.kubectl("get", "clusterroles,clusterrolebindings", "-o", "name")
+    assert "spark-operator" not in roles
+    assert "sparkapplications.sparkoperator.k8s.io" in deployed.kubectl("get", "crds", "-o", "name")

@@ -1,0 +1,135 @@
+"""The local cluster's settings fail fast, naming the setting, before anything is built or
+started. No cluster needed (the taken-port case needs root to get past the preflight)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+
+def cluster_cli(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    full = dict(os.environ, LOGBERG_CLUSTER_HOME=str(tmp_path / "cluster"), **env)
+    return subprocess.run(
+        [sys.executable, "-m", "logberg.cli", "cluster", *args],
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("LOGBERG_CLUSTER_POD_CIDR", "10.244.0.0/28"),
+        ("LOGBERG_CLUSTER_POD_CIDR", "8.8.0.0/16"),
+        ("LOGBERG_CLUSTER_SERVICE_CIDR", "not-a-cidr"),
+        ("LOGBERG_CLUSTER_SERVICE_CIDR", "10.244.0.0/16"),  # overlaps the pod range
+        ("LOGBERG_CLUSTER_API_PORT", "70000"),
+        ("LOGBERG_CLUSTER_ETCD_PORT", "x"),
+        ("LOGBERG_CLUSTER_BRIDGE", "Bad-Name"),
+        ("LOGBERG_CLUSTER_NODE", "Not_A_Label"),
+    ],
+)
+def test_a_bad_setting_fails_fast_and_names_itself(
+    tmp_path: Path, setting: str, value: str
+) -> None:
+    proc = cluster_cli(tmp_path, "up", **{setting: value})
+    assert proc.returncode == 2
+    assert setting in proc.stderr, proc.stderr
+    assert not (tmp_path / "cluster").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the preflight before the port check needs root")
+def test_a_taken_apiserver_port_fails_fast_and_names_the_setting(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = cluster_cli(
+            tmp_path,
+            "up",
+            LOGBERG_CLUSTER_API_PORT=str(port),
+            LOGBERG_CLUSTER_BRIDGE=f"lbp{os.getpid() % 100000}",  # not a running cluster's
+        )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"port {port}" in proc.stderr and "LOGBERG_CLUSTER_API_PORT" in proc.stderr
+    assert not (tmp_path / "cluster" / "host-record.json").exists()
+    assert "starting" not in proc.stdout
+
+
+def test_one_kubernetes_minor_for_the_cluster_and_kind() -> None:
+    import tomllib
+
+    k8s = tomllib.loads((REPO / "jobs" / "logberg" / "versions.toml").read_text())["kubernetes"]
+    minor = ".".join(k8s["version"].split(".")[:2])
+    tag = k8s["kind_node_image"].split(":", 1)[1].split("@")[0]
+    assert tag.startswith(f"v{minor}."), (tag, minor)
+    assert "@sha256:" in k8s["kind_node_image"], "pin the kind node image by digest"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a bridge needs root")
+def test_a_bridge_left_by_another_cluster_is_named_with_the_command_that_removes_it(
+    tmp_path: Path,
+) -> None:
+    bridge = f"lbt{os.getpid() % 100000}"
+    other = tmp_path / "other-cluster"
+    subprocess.run(["ip", "link", "add", bridge, "type", "bridge"], check=True)
+    try:
+        subprocess.run(
+            ["ip", "link", "set", "dev", bridge, "alias", f"logberg-cluster:{other}"], check=True
+        )
+        owned = cluster_cli(tmp_path, "up", LOGBERG_CLUSTER_BRIDGE=bridge)
+        mine = f"logberg-cluster:{(tmp_path / 'cluster').resolve()}"
+        subprocess.run(["ip", "link", "set", "dev", bridge, "alias", mine], check=True)
+        orphan = cluster_cli(tmp_path, "up", LOGBERG_CLUSTER_BRIDGE=bridge)
+        subprocess.run(["ip", "link", "set", "dev", bridge, "alias", ""], check=True)
+        foreign = cluster_cli(tmp_path, "up", LOGBERG_CLUSTER_BRIDGE=bridge)
+    finally:
+        subprocess.run(["ip", "link", "del", bridge], check=True)
+    assert owned.returncode == 2, owned.stdout + owned.stderr
+    assert f"LOGBERG_CLUSTER_HOME={other} logberg cluster down" in owned.stderr
+    assert orphan.returncode == 2, orphan.stdout + orphan.stderr
+    assert f"ip link delete {bridge}" in orphan.stderr
+    assert foreign.returncode == 2, foreign.stdout + foreign.stderr
+    assert "did not create it" in foreign.stderr and "LOGBERG_CLUSTER_BRIDGE" in foreign.stderr
+    assert not (tmp_path / "cluster" / "host-record.json").exists()
+
+
+def test_only_test_cluster_homes_with_no_live_process_are_stale(tmp_path: Path) -> None:
+    from tests.helpers.leftovers import MIN_AGE_S, stale_cluster_homes
+
+    dead, live, unstarted, other = (
+        tmp_path / n for n in ("lbk-dead", "lbk8s-live", "lbk-unstarted", "mine")
+    )
+    for home in (dead, live, unstarted, other):
+        home.mkdir()
+    for home in (dead, live, other):
+        (home / "host-record.json").write_text("{}")
+    # The holder names the home in its own command line and never forks: `read` is a shell
+    # builtin. (A `sh -c "sleep 60"` forks a child that carries sh's command line until it
+    # execs sleep; killed in that window, the child outlives sh still naming the home.) It
+    # waits for its stdin, so closing that ends it; Popen returns once sh has exec'd.
+    holder = subprocess.Popen(["sh", "-c", "read _", f"{live.resolve()}/x"], stdin=subprocess.PIPE)
+    try:
+        assert stale_cluster_homes(tmp_path, min_age_s=0) == [dead]
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    assert stale_cluster_homes(tmp_path, min_age_s=0) == [dead, live]
+    # A record written moments ago may be a run that is just starting its processes.
+    assert stale_cluster_homes(tmp_path) == []
+    old = time.time() - 2 * MIN_AGE_S
+    for home in (dead, live):
+        os.utime(home / "host-record.json", (old, old))
+    assert stale_cluster_homes(tmp_path) == [dead, live]

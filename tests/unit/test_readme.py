@@ -1,0 +1,34 @@
+"""The README stays true: every `make X` it shows is a target, every `logberg X` a command."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from logberg.cli import build_parser
+
+REPO = Path(__file__).resolve().parents[2]
+README = (REPO / "README.md").read_text()
+
+
+def make_targets() -> set[str]:
+    out = subprocess.run(["make", "-qp"], cwd=REPO, capture_output=True, text=True).stdout
+    return {m.group(1) for m in re.finditer(r"^([a-zA-Z0-9_-]+):", out, re.M)}
+
+
+@pytest.mark.parametrize("target", sorted(set(re.findall(r"\bmake ([a-z][a-z0-9-]+)", README))))
+def test_every_make_command_in_the_readme_exists(target: str) -> None:
+    assert target in make_targets()
+
+
+def test_every_logberg_subcommand_in_the_readme_exists() -> None:
+    shown = set(re.findall(r"logberg (\w[\w-]*)", README))
+    parser = build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    known = set(commands.choices)
+    assert shown <= known, shown - known
+    assert {"local", "sql", "query", "ingest", "analytics", "run", "generate"} <= shown
