@@ -2,7 +2,7 @@
 """The user-agent pool, each UA labelled with its device class.
 
 Labels are what ingest's classifier says (ua-parser's families under logberg's rules,
-jobs/logberg/java/dev/logberg/agents.rules; tests/test_devices.py checks every one):
+jobs/logberg/java/dev/logberg/agents.rules; tests/unit/test_devices.py checks every one):
   bot     crawlers (also Googlebot smartphone), feed readers, monitors, HTTP libraries and
           tools (curl, python-requests, wget), scanners;
   tablet  iPad, Android browsers without "Mobile", Kindle;

@@ -25,27 +25,24 @@ import sys
 import tarfile
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import tomllib
 
-from logberg.errors import ConfigError
 from logberg.lakehouse.thrift import HiveMetastoreClient, MetastoreError, ThriftError
 from logberg_platform.build import container_images as images
+from tests.containers.conftest import ALL_IMAGES, JOB_TIMEOUT, PREFIX, Engine
 
 pytestmark = [pytest.mark.containers, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 PINS = tomllib.loads((REPO / "jobs" / "logberg" / "versions.toml").read_text())
-PREFIX = f"logberg-ctest-{os.getpid()}"
 BUCKET = "logberg"
 WAREHOUSE = f"s3a://{BUCKET}/warehouse"
 READY_TIMEOUT = 300.0  # generous bounds for real readiness on a loaded 2-core machine
-JOB_TIMEOUT = 1500.0
-ALL_IMAGES = ("spark", "hive-metastore", "spark-operator", "dev-postgres", "dev-s3")
 SHIPPED = ("spark", "hive-metastore", "spark-operator")
 
 
@@ -53,107 +50,6 @@ def get_all_databases(host: str, port: int, timeout: float) -> list[str]:
     """get_all_databases over thrift, with the chart's probe (the runtime's thrift client)."""
     with HiveMetastoreClient(host, port, timeout) as client:
         return client.get_all_databases()
-
-
-# ---------------------------------------------------------------------------- the engine
-@dataclass
-class Engine:
-    """The docker/podman CLI, with this machine's settings (CONTAINERS_CONF)."""
-
-    builder: images.Builder
-    network: str = ""
-    # name -> address of each long-running container, written into every later
-    # container's /etc/hosts (see `engine`: names never depend on podman's name server).
-    hosts: dict[str, str] = field(default_factory=dict)
-
-    def run(
-        self,
-        *args: str,
-        env: Mapping[str, str] | None = None,
-        timeout: float = 600,
-        check: bool = True,
-    ) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run(
-            [self.builder.exe, *args],
-            env={**self.builder.env, **(env or {})},
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-        if check and proc.returncode != 0:
-            raise AssertionError(
-                f"{self.builder.kind} {' '.join(args[:6])} failed ({proc.returncode}):\n"
-                f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-            )
-        return proc
-
-    def container_args(
-        self,
-        name: str,
-        env: Mapping[str, str] | None = None,
-        secrets_env: Mapping[str, str] | None = None,
-        mounts: Mapping[str, str] | None = None,
-    ) -> list[str]:
-        """Flags for a container on the test network. Secret values are passed by name
-        only (`-e NAME`: taken from the CLI's environment, never on a command line)."""
-        out = ["--name", name, "--network", self.network]
-        for host, address in self.hosts.items():
-            out += ["--add-host", f"{host}:{address}"]
-        for k, v in (env or {}).items():
-            out += ["-e", f"{k}={v}"]
-        for k in secrets_env or {}:
-            out += ["-e", k]
-        for host, target in (mounts or {}).items():
-            out += ["-v", f"{host}:{target}"]
-        return out
-
-    def start(
-        self,
-        image: str,
-        *command: str,
-        name: str,
-        env: Mapping[str, str] | None = None,
-        secrets_env: Mapping[str, str] | None = None,
-        mounts: Mapping[str, str] | None = None,
-    ) -> str:
-        args = self.container_args(name, env, secrets_env, mounts)
-        self.run("run", "-d", *args, image, *command, env=secrets_env)
-        self.hosts[name] = self.ip(name)
-        return name
-
-    def once(
-        self,
-        image: str,
-        *command: str,
-        name: str,
-        env: Mapping[str, str] | None = None,
-        secrets_env: Mapping[str, str] | None = None,
-        mounts: Mapping[str, str] | None = None,
-        timeout: float = JOB_TIMEOUT,
-    ) -> subprocess.CompletedProcess[str]:
-        """Run a container to its end (removed afterwards); returns its exit and output."""
-        args = self.container_args(name, env, secrets_env, mounts)
-        try:
-            return self.run(
-                "run", "--rm", *args, image, *command, env=secrets_env, timeout=timeout, check=False
-            )
-        finally:
-            self.run("rm", "-f", "-t", "0", name, check=False)
-
-    def ip(self, name: str) -> str:
-        out = self.run("inspect", "-f", "{{json .NetworkSettings.Networks}}", name).stdout
-        return str(json.loads(out)[self.network]["IPAddress"])
-
-    def running(self, name: str) -> bool:
-        out = self.run("inspect", "-f", "{{.State.Running}}", name, check=False).stdout
-        return out.strip() == "true"
-
-    def logs(self, name: str) -> str:
-        proc = self.run("logs", name, check=False)
-        return proc.stdout + proc.stderr
-
-    def remove(self, name: str) -> None:
-        self.run("rm", "-f", "-t", "5", name, check=False)
 
 
 def wait_until(
@@ -187,35 +83,6 @@ def thrift_answers(host: str, timeout: float = 10.0) -> bool:
 
 
 # ---------------------------------------------------------------------------- fixtures
-@pytest.fixture(scope="session")
-def engine() -> Iterator[Engine]:
-    try:
-        b = images.builder()
-    except ConfigError as missing:
-        pytest.skip(f"no container runtime on this machine: {missing}")
-    eng = Engine(b, network=f"{PREFIX}-net")
-    # Names come from each container's /etc/hosts (`Engine.hosts`), which glibc reads
-    # before asking podman's name server: aardvark-dns, reloaded as containers come and go,
-    # twice left the metastore unable to resolve the S3 server's name mid-run (CI). The
-    # network keeps its name server all the same: without one, podman gives an internal
-    # network no gateway address on this machine, and this machine could not reach it.
-    eng.run("network", "create", "--internal", eng.network)
-    try:
-        yield eng
-    finally:
-        names = eng.run("ps", "-a", "--format", "{{.Names}}", check=False).stdout.split()
-        for name in names:
-            if name.startswith(PREFIX):
-                eng.remove(name)
-        eng.run("network", "rm", eng.network, check=False)
-
-
-@pytest.fixture(scope="session")
-def tags(engine: Engine) -> dict[str, str]:
-    """The images at their current tags (built here only if `make test-images` did not)."""
-    return images.build(ALL_IMAGES)
-
-
 @dataclass
 class Postgres:
     engine: Engine

@@ -1,7 +1,7 @@
 """Hadoop's S3A settings: the one place that knows how to reach an S3-compatible store.
 
 Spark sessions take them with the `spark.hadoop.` prefix, the local metastore as plain
-site properties; the charts render the same keys (tests/test_charts.py compares).
+site properties; the charts render the same keys (tests/static/test_charts.py compares).
 """
 
 from __future__ import annotations

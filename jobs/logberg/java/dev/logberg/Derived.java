@@ -13,7 +13,7 @@ import org.apache.spark.unsafe.types.UTF8String;
 /**
  * The access_logs columns that follow from a parsed line alone, computed while {@link LogLines}
  * reads it instead of by Spark expressions after it: the same values as {@code
- * logberg.pipeline.parse.enrich} and {@code event_id} (tests/test_log_lines.py compares them
+ * logberg.pipeline.parse.enrich} and {@code event_id} (tests/unit/parser/test_log_lines.py compares them
  * line by line), without a generated projection that copies every row once more.
  *
  * <p>Times are UTC, logberg's session time zone. Each file has one reader, so the event id's

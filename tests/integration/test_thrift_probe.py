@@ -15,7 +15,7 @@ import pytest
 from logberg.lakehouse import thrift
 from logberg_platform.local_settings import LocalSettings
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PROBE = REPO / "charts" / "hive-metastore" / "files" / "thrift_probe.py"
 # Top-level modules of Debian bookworm's libpython3.11-minimal and python3.11-minimal
 # (`dpkg -L`), plus the interpreter's built-ins: what the probe may import.
