@@ -83,7 +83,7 @@ help: ## list the targets
 $(VENV)/.installed: pyproject.toml jobs/platform/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip setuptools wheel
-	$(BIN)/pip install -q -e '.[dev,platform]' -e ./jobs/platform
+	$(BIN)/pip install -q -e '.[dev,platform,connect]' -e ./jobs/platform
 	touch $@
 
 .PHONY: setup
