@@ -32,6 +32,8 @@ HOME_ENV = (
     "LOGBERG_HOME",
     "LOGBERG_METASTORE_PORT",
     "LOGBERG_S3_PORT",
+    "LOGBERG_CONNECT_PORT",
+    "LOGBERG_SPARK_MODE",
     "LOGBERG_SHUFFLE_PARTITIONS",
     "LOGBERG_SPARK_MASTER",
     "LOGBERG_DRIVER_MEMORY",
@@ -58,6 +60,7 @@ def home_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSet
         "LOGBERG_HOME": str(home),
         "LOGBERG_METASTORE_PORT": str(free_port()),
         "LOGBERG_S3_PORT": str(free_port()),
+        "LOGBERG_CONNECT_PORT": str(free_port()),
         "LOGBERG_SHUFFLE_PARTITIONS": "2",
         "LOGBERG_SPARK_MASTER": "local[2]",
         "LOGBERG_DRIVER_MEMORY": "1g",
@@ -99,7 +102,9 @@ def spark(home_settings: LocalSettings) -> Iterator[SparkSession]:
 @pytest.fixture(scope="session")
 def lakehouse(home_settings: LocalSettings, spark: SparkSession) -> Iterator[LocalSettings]:
     """The home's real metastore (Derby) and S3 server, running; nginx_logs exists."""
-    local.up(home_settings, with_s3=True)
+    # In-process by default; tests/integration/test_spark_modes.py starts the Spark Connect
+    # server for the commands that run on it.
+    local.up(home_settings, with_s3=True, with_connect=False)
     try:
         ensure_database(spark)
         yield home_settings

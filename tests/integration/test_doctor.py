@@ -138,6 +138,7 @@ def home(pg: PgServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dic
         "LOGBERG_HOME": str(tmp_path_factory.mktemp("doctor-home")),
         "LOGBERG_METASTORE_PORT": str(free_port()),
         "LOGBERG_S3_PORT": str(free_port()),
+        "LOGBERG_CONNECT_PORT": str(free_port()),
         "LOGBERG_METASTORE_DB": db_url(pg, METASTORE_DB),
         PASSWORD_ENV: PASSWORD,
         "LOGBERG_SPARK_MASTER": "local[2]",

@@ -115,6 +115,7 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
             "LOGBERG_HOME": str(home),
             "LOGBERG_METASTORE_PORT": str(minio.free_port()),
             "LOGBERG_S3_PORT": str(minio.free_port()),  # no local versitygw here
+            "LOGBERG_CONNECT_PORT": str(minio.free_port()),
             "LOGBERG_S3_ENDPOINT": server.endpoint,
             "LOGBERG_WAREHOUSE": renderer.value("${local.warehouse_uri}"),
             "LOGBERG_SPARK_MASTER": "local[2]",

@@ -31,6 +31,7 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     env = {
         "LOGBERG_HOME": str(tmp_path_factory.mktemp("s3-home")),
         "LOGBERG_S3_PORT": str(free_port()),
+        "LOGBERG_CONNECT_PORT": str(free_port()),
         "LOGBERG_TOOLS": os.environ.get("LOGBERG_TOOLS") or str(REPO / ".tools"),
     }
     saved = {k: os.environ.get(k) for k in env}

@@ -74,6 +74,7 @@ def pg_home(
         "LOGBERG_HOME": str(tmp_path_factory.mktemp("pg-home")),
         "LOGBERG_METASTORE_PORT": str(free_port()),
         "LOGBERG_S3_PORT": str(free_port()),
+        "LOGBERG_CONNECT_PORT": str(free_port()),
         "LOGBERG_METASTORE_DB": f"postgresql://postgres@127.0.0.1:{postgres.port}/hms",
     }
     up = run_logberg(["local", "up"], env)

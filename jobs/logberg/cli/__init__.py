@@ -99,3 +99,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as e:
+        from logberg.lakehouse.connect import server_failure
+
+        message = server_failure(e)  # the Spark Connect server failed: name it and its log
+        if message is None:
+            raise
+        print(f"logberg: error: {message}", file=sys.stderr)
+        return 2

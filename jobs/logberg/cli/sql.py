@@ -1,4 +1,5 @@
-"""`logberg sql`: the real spark-sql shell through the metastore (-e/-f pass through)."""
+"""`logberg sql`: the real spark-sql shell through the metastore (-e/-f pass through); on
+the Spark Connect server (LOGBERG_SPARK_MODE), the same options over a Connect session."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ def run(args: list[str]) -> int:
     from logberg.lakehouse.sqlshell import exec_spark_sql
 
     env = environment.current()
+    if env.uses_server():
+        from logberg.lakehouse import connect_shell
+
+        return connect_shell.run(env.session("logberg-sql"), args)
     cfg = env.lakehouse_config()
     return exec_spark_sql(cfg, env.spark_runtime(cfg), args)
 

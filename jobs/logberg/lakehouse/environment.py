@@ -15,6 +15,7 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Protocol
 
 from logberg.errors import ConfigError
+from logberg.lakehouse.connect import MODE_ENV, SparkMode, spark_mode
 from logberg.lakehouse.session import LakehouseConfig, SparkRuntime, build_session
 
 if TYPE_CHECKING:
@@ -34,6 +35,10 @@ class Environment(Protocol):
 
     def session(self, app_name: str) -> SparkSession: ...
 
+    def uses_server(self) -> bool:
+        """Whether `session` is on a Spark Connect server (LOGBERG_SPARK_MODE)."""
+        ...
+
     def default_landing(self) -> str: ...
 
 
@@ -49,7 +54,17 @@ class ClusterEnvironment:
         return SparkRuntime()
 
     def session(self, app_name: str) -> SparkSession:
+        self.uses_server()  # the setting is checked here too
         return build_session(app_name, self.lakehouse_config())
+
+    def uses_server(self) -> bool:
+        """A SparkApplication's driver is the Spark: no server to use."""
+        if spark_mode() is SparkMode.CONNECT:
+            raise ConfigError(
+                f"{MODE_ENV}=connect: a job in a cluster runs in its SparkApplication's "
+                "driver; unset it there"
+            )
+        return False
 
     def default_landing(self) -> str:
         landing = os.environ.get("LOGBERG_LANDING")

@@ -34,4 +34,6 @@ def query(
 ) -> tuple[list[str], list[tuple[Any, ...]]]:
     """(column names, rows) of one statement, time-travelled when `as_of` is given."""
     df = spark.sql(with_as_of(statement, as_of) if as_of else statement)
-    return df.columns, [tuple(r) for r in df.collect()]
+    rows = df.collect()  # on Spark Connect one round trip: the rows carry their names
+    columns = list(rows[0].__fields__) if rows else df.columns
+    return columns, [tuple(r) for r in rows]

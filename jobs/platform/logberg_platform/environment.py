@@ -28,7 +28,10 @@ class LocalEnvironment:
         return local.spark_runtime(self.settings, cfg)
 
     def session(self, app_name: str) -> SparkSession:
-        return local.session(app_name, self.settings)
+        return local.command_session(app_name, self.settings)
+
+    def uses_server(self) -> bool:
+        return local.chosen_server(self.settings) is not None
 
     def default_landing(self) -> str:
         return self.settings.landing.as_uri()

@@ -3,12 +3,15 @@ local Spark session needs (the lakehouse's local defaults and the local Spark ru
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from logberg.errors import ConfigError
+from logberg.lakehouse.connect import MODE_ENV, SparkMode, remote_session, spark_mode
 from logberg.lakehouse.session import JIT_OPTIONS, LakehouseConfig, SparkRuntime, build_session
-from logberg_platform import metastore, s3server, setup_artifacts
+from logberg_platform import connect_server, metastore, s3server, setup_artifacts
 from logberg_platform.local_settings import LocalSettings, java_home
 from logberg_platform.supervisor import port_open
 
@@ -16,6 +19,9 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from pyspark.sql import SparkSession
+
+
+log = logging.getLogger("logberg.spark")
 
 
 @dataclass(frozen=True)
@@ -32,8 +38,11 @@ def _layout(s: LocalSettings) -> None:
         d.mkdir(parents=True, exist_ok=True)
 
 
-def up(s: LocalSettings, with_s3: bool = False) -> list[str]:
-    """Start what is not running yet; returns lines to print."""
+def up(s: LocalSettings, with_s3: bool = False, with_connect: bool = True) -> list[str]:
+    """Start what is not running yet; returns lines to print. `with_connect`: also the
+    Spark Connect server (connect_server), once the metastore answers."""
+    if with_connect:
+        connect_server.check_port(s)  # a wrong port fails before anything starts
     _layout(s)
     lines = []
     s3_env = None
@@ -48,13 +57,18 @@ def up(s: LocalSettings, with_s3: bool = False) -> list[str]:
     uri = metastore.start(s, warehouse, s3_env=s3_env, s3_endpoint=s3_endpoint)
     lines.insert(0, f"metastore {uri}  ({s.metastore_db.label})")
     lines.append(f"warehouse {warehouse}")
+    if with_connect:
+        cfg = lakehouse_config(s)
+        server = connect_server.start(s, cfg, spark_runtime(s, cfg))
+        lines.append(f"spark     {server.url}  (Spark Connect, warm)")
     lines.append(f"home      {s.home}")
     return lines
 
 
 def down(s: LocalSettings) -> list[str]:
     """Stop only what `up` started under this home."""
-    lines = []
+    was = connect_server.stop(s)  # first: it is the metastore's and S3 server's client
+    lines = [f"{connect_server.service(s).name}: {'stopped' if was else 'was not running'}"]
     for svc in (metastore.service(s), s3server.service(s)):
         lines.append(f"{svc.name}: {'stopped' if svc.stop() else 'was not running'}")
     return lines
@@ -76,6 +90,12 @@ def status(s: LocalSettings) -> list[Status]:
     s3 = s3server.service(s)
     pid = s3.pid()
     out.append(Status(s3.name, pid is not None, pid, s.s3_endpoint, str(s3.log_file)))
+    sc = connect_server.service(s)
+    state = connect_server.served(s)
+    pid = sc.pid()
+    where = f"sc://localhost:{state.port}" if state else f"port {connect_server.port(s)}"
+    running = state is not None and port_open(state.port)
+    out.append(Status(sc.name, running, pid, where, str(sc.log_file)))
     return out
 
 
@@ -138,7 +158,43 @@ def session(
     extra: Mapping[str, str] | None = None,
     validate: bool = True,
 ) -> SparkSession:
-    """A local SparkSession over this home's lakehouse (tests, the bench, the CLI)."""
+    """An in-process SparkSession over this home's lakehouse (tests, the bench)."""
     s = s or LocalSettings.from_env()
     cfg = lakehouse_config(s)
     return build_session(app_name, cfg, spark_runtime(s, cfg), extra, validate)
+
+
+def chosen_server(s: LocalSettings) -> connect_server.Served | None:
+    """The Spark Connect server a command of this home runs on, by LOGBERG_SPARK_MODE;
+    None: in-process. `connect` without a running server is an error naming the setting."""
+    mode = spark_mode()
+    if mode is SparkMode.IN_PROCESS:
+        return None
+    state = connect_server.served(s)
+    if state is None and mode is SparkMode.CONNECT:
+        raise ConfigError(
+            f"{MODE_ENV}=connect: no Spark Connect server runs under {s.home} "
+            "(LOGBERG_HOME); start it with `logberg local up`"
+        )
+    return state
+
+
+def command_session(app_name: str, s: LocalSettings | None = None) -> SparkSession:
+    """A command's session: on this home's Spark Connect server when `chosen_server` says
+    so, else in-process. A server that runs but does not answer is an error naming it and
+    its log, never a quiet in-process run."""
+    s = s or LocalSettings.from_env()
+    state = chosen_server(s)
+    if state is None:
+        spark = session(app_name, s)
+        master = spark.conf.get("spark.master")
+        log.info("spark: in-process, %s (%s=%s)", master, MODE_ENV, spark_mode().value)
+        return spark
+    cfg = lakehouse_config(s)
+    connect_server.check_same(cfg, state)
+    os.environ.update(spark_runtime(s, cfg).env)  # the client's own S3 settings (boto3)
+    server = connect_server.client(s, state)
+    spark = remote_session(server)
+    pid = connect_server.service(s).pid()
+    log.info("spark: %s, the Spark Connect server (pid %s)", server.url, pid)
+    return spark

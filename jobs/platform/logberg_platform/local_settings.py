@@ -20,7 +20,7 @@ def repo_root() -> Path | None:
     return here if (here / "pyproject.toml").is_file() and (here / "jobs").is_dir() else None
 
 
-def _int_env(name: str, default: int) -> int:
+def int_env(name: str, default: int) -> int:
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
@@ -96,9 +96,9 @@ class LocalSettings:
         return cls(
             home=home,
             tools=tools,
-            metastore_port=_int_env("LOGBERG_METASTORE_PORT", DEFAULT_METASTORE_PORT),
+            metastore_port=int_env("LOGBERG_METASTORE_PORT", DEFAULT_METASTORE_PORT),
             metastore_db=MetastoreDb.parse(os.environ.get("LOGBERG_METASTORE_DB")),
-            s3_port=_int_env("LOGBERG_S3_PORT", DEFAULT_S3_PORT),
+            s3_port=int_env("LOGBERG_S3_PORT", DEFAULT_S3_PORT),
         )
 
     # Layout of $LOGBERG_HOME: every piece of local state lives below it.

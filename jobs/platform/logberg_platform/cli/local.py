@@ -11,7 +11,7 @@ def up(a: argparse.Namespace) -> int:
     from logberg_platform import local
     from logberg_platform.local_settings import LocalSettings
 
-    print("\n".join(local.up(LocalSettings.from_env(), with_s3=a.s3)))
+    print("\n".join(local.up(LocalSettings.from_env(), with_s3=a.s3, with_connect=a.connect)))
     return 0
 
 
@@ -35,15 +35,23 @@ def status(a: argparse.Namespace) -> int:
 
 def arguments(p: argparse.ArgumentParser) -> None:
     sub = actions(p)
-    u = action(sub, "up", up, "start the metastore (and the S3 server) if not running")
+    u = action(
+        sub, "up", up, "start the metastore, the Spark Connect server (and S3) if not running"
+    )
     u.add_argument("--s3", action="store_true", help="also start the local S3-compatible server")
+    u.add_argument(
+        "--no-connect",
+        dest="connect",
+        action="store_false",
+        help="do not start the Spark Connect server (commands then start Spark in-process)",
+    )
     action(sub, "down", down, "stop only what `up` started under this LOGBERG_HOME")
     action(sub, "status", status, "what runs where")
 
 
 COMMAND = Command(
     "local",
-    "start, stop or inspect the local metastore and S3 server",
+    "start, stop or inspect the local metastore, Spark Connect server and S3 server",
     arguments=arguments,
     order=10,
 )

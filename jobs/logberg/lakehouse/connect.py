@@ -1,0 +1,140 @@
+"""Which Spark a command runs on, and a session on a warm Spark Connect server.
+
+A command that needs Spark either starts Spark in its own process (`in-process`: a JVM,
+a session, the first metastore call, cold JIT; seconds before the first row) or runs its
+DataFrames on a long-lived Spark Connect server that has all of that behind it
+(`connect`). `LOGBERG_SPARK_MODE` chooses:
+
+- `auto` (the default): the server when one runs for this environment, else in-process;
+- `connect`: the server, and an error naming the setting when none runs;
+- `in-process`: never the server.
+
+Once a command has chosen the server it stays on it: a server that does not answer, or
+fails during the command, is an error naming the server and its log, never a quiet
+second try in-process.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from logberg.errors import ConfigError, ServiceError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+MODE_ENV = "LOGBERG_SPARK_MODE"
+log = logging.getLogger("logberg.spark")
+
+
+class SparkMode(str, enum.Enum):
+    AUTO = "auto"
+    CONNECT = "connect"
+    IN_PROCESS = "in-process"
+
+
+def spark_mode() -> SparkMode:
+    """LOGBERG_SPARK_MODE, checked."""
+    raw = os.environ.get(MODE_ENV, "").strip().lower() or SparkMode.AUTO.value
+    try:
+        return SparkMode(raw)
+    except ValueError:
+        choices = ", ".join(m.value for m in SparkMode)
+        raise ConfigError(f"{MODE_ENV}={raw!r}: expected one of {choices}") from None
+
+
+@dataclass(frozen=True)
+class ConnectServer:
+    """A Spark Connect server a client may use: where it listens, how to authenticate,
+    and where to look when it fails (`log`: its log file, or how to read it)."""
+
+    host: str
+    port: int
+    token: str | None
+    log: str
+    token_source: str = "the server's token"  # the setting or file a bad token came from
+    described: str = "the Spark Connect server"
+    # How often an unavailable server is retried (backoff 50 ms x4 each time: about 4 s in
+    # all for 4), where the client's default waits up to 10 minutes.
+    retries: int = 4
+
+    @property
+    def url(self) -> str:
+        """The sc:// URL without the token (for messages)."""
+        return f"sc://{self.host}:{self.port}"
+
+    def channel(self) -> str:
+        """The client's connection string. The Python client talks TLS to any host but
+        `localhost` when a token is set; on localhost it uses local channel credentials."""
+        base = f"sc://{self.host}:{self.port}/"
+        return f"{base};token={self.token}" if self.token else base
+
+    def where(self) -> str:
+        return f"{self.described} at {self.url} (log: {self.log})"
+
+
+# The server the running command chose, for the CLI's error message.
+_active: ConnectServer | None = None
+
+
+def active() -> ConnectServer | None:
+    return _active
+
+
+def remote_session(server: ConnectServer) -> SparkSession:
+    """A session on the server, checked with one round trip: a server that does not answer
+    or refuses the token fails here, before the command does any work."""
+    global _active
+    try:
+        from pyspark.sql.connect.client.core import DefaultChannelBuilder
+        from pyspark.sql.connect.client.retries import DefaultPolicy
+        from pyspark.sql.connect.session import SparkSession as RemoteSession
+    except ImportError as e:  # the runtime alone, without the `connect` extra
+        raise ConfigError(
+            f"{MODE_ENV}: Spark Connect's client is not installed ({e.name}); install "
+            "logberg[connect], or set LOGBERG_SPARK_MODE=in-process"
+        ) from None
+    builder = DefaultChannelBuilder(server.channel())
+    spark: Any = RemoteSession.builder.channelBuilder(builder).create()
+    spark.client.set_retry_policies([DefaultPolicy(max_retries=server.retries, max_backoff=5000)])
+    _active = server
+    try:
+        spark.conf.get("spark.app.id")
+    except Exception as e:  # noqa: BLE001: gRPC and Spark errors differ by version
+        _active = None
+        text = str(e)
+        if "UNAUTHENTICATED" in text or "authentication" in text.lower():
+            raise ConfigError(
+                f"{server.token_source}: {server.described} at {server.url} refused the token"
+            ) from None
+        raise ServiceError(f"{server.where()} does not answer: {first_line(text)}") from None
+    session: SparkSession = spark  # the jobs use the API both sessions share
+    return session
+
+
+def first_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[0] if lines else text
+
+
+def server_failure(e: BaseException) -> str | None:
+    """When the command ran on a server and `e` is the server failing (not a query error:
+    the connection, the server's process), a message naming the server and its log."""
+    server = _active
+    if server is None:
+        return None
+    try:
+        from pyspark.errors.exceptions.connect import SparkConnectGrpcException
+    except ImportError:
+        return None
+    if not isinstance(e, SparkConnectGrpcException):
+        return None
+    text = str(e)
+    gone = ("UNAVAILABLE", "Connection refused", "Socket closed", "failed to connect")
+    if not any(g in text for g in gone):
+        return None
+    return f"{server.where()} failed during the command: {first_line(text)}"

@@ -1,0 +1,326 @@
+"""Every job in both Spark modes: on this home's warm Spark Connect server and in-process
+(LOGBERG_SPARK_MODE), with the same rows; two clients at once, a client killed
+mid-ingest, a server restarted between runs; and the settings that must fail fast.
+
+The commands run as real `logberg` processes against the session's metastore and S3
+server; the server is a real `SparkConnectServer` started from the pinned PySpark's jars.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.testing import assertDataFrameEqual
+
+from logberg.pipeline.analytics import GOLD
+from logberg_platform import connect_server, local
+from logberg_platform.local_settings import LocalSettings
+from tests.conftest import REPO, reset_namespace, run_logberg
+from tests.integration.test_ingest import counts, expected, generate
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("lakehouse")]
+
+CONNECT = {"LOGBERG_SPARK_MODE": "connect"}
+IN_PROCESS = {"LOGBERG_SPARK_MODE": "in-process"}
+MODES = {"connect": CONNECT, "in-process": IN_PROCESS}
+GOLD_TABLES = (*(t.name for t in GOLD), "daily_latency")
+# Columns that differ between two runs of the same job by design (when, which run).
+VOLATILE = {"processed_timestamp", "rejected_at", "run_id", "ingested_at", "computed_at"}
+
+
+@pytest.fixture(scope="module")
+def server(lakehouse: LocalSettings) -> Iterator[LocalSettings]:
+    """This home's Spark Connect server, for the module."""
+    s = lakehouse
+    cfg = local.lakehouse_config(s)
+    connect_server.start(s, cfg, local.spark_runtime(s, cfg))
+    try:
+        yield s
+    finally:
+        connect_server.stop(s)
+
+
+def ok(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    r = run_logberg(args, env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r
+
+
+def mode_logged(r: subprocess.CompletedProcess[str], mode: str) -> None:
+    """The command's log says which Spark it ran on."""
+    expected_line = "Spark Connect server" if mode == "connect" else "spark: in-process"
+    assert expected_line in r.stderr, r.stderr[-2000:]
+
+
+def stable(df: DataFrame) -> DataFrame:
+    return df.drop(*[c for c in df.columns if c in VOLATILE])
+
+
+def table(spark: SparkSession, name: str) -> DataFrame:
+    return stable(spark.table(f"nginx_logs.{name}"))
+
+
+@pytest.fixture(scope="module")
+def landing(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    out = tmp_path_factory.mktemp("modes-landing")
+    return out, generate(out, 37)
+
+
+def test_run_gives_the_same_tables_in_both_modes(
+    spark: SparkSession, server: LocalSettings, landing: tuple[Path, dict[str, Any]]
+) -> None:
+    """`logberg run` (ingest, then analytics) on the server and in-process: the same rows
+    in access_logs, the rejects and every gold table; the counts are the manifest's."""
+    folder, manifest = landing
+    results: dict[str, dict[str, list[Any]]] = {}
+    for mode, env in MODES.items():
+        reset_namespace(spark)
+        r = ok(["run", "--input", folder.as_uri()], env)
+        mode_logged(r, mode)
+        assert counts(spark, manifest) == expected(manifest), mode
+        results[mode] = {
+            name: table(spark, name).collect()
+            for name in ("access_logs", "access_logs_rejects", *GOLD_TABLES)
+        }
+    for name, rows in results["connect"].items():
+        got = spark.createDataFrame(rows) if rows else None
+        want = spark.createDataFrame(results["in-process"][name]) if rows else None
+        if got is None:
+            assert not results["in-process"][name], name
+        else:
+            assertDataFrameEqual(got, want, checkRowOrder=False)
+
+
+def test_ingest_and_analytics_in_each_mode_are_exact_on_rerun(
+    spark: SparkSession, server: LocalSettings, landing: tuple[Path, dict[str, Any]]
+) -> None:
+    """Ingest on the server, again in-process, then analytics both ways: no row twice."""
+    folder, manifest = landing
+    reset_namespace(spark)
+    ok(["ingest", "--input", folder.as_uri()], CONNECT)
+    ok(["ingest", "--input", folder.as_uri(), "--full"], IN_PROCESS)
+    ok(["ingest", "--input", folder.as_uri(), "--full"], CONNECT)
+    assert counts(spark, manifest) == expected(manifest)
+    ok(["analytics", "--full"], CONNECT)
+    first = {n: table(spark, n).collect() for n in GOLD_TABLES}
+    ok(["analytics", "--full"], IN_PROCESS)
+    for name in GOLD_TABLES:
+        assert sorted(table(spark, name).collect()) == sorted(first[name]), name
+
+
+def test_query_sql_maintain_rollback_and_report_in_both_modes(
+    spark: SparkSession, server: LocalSettings, landing: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    folder, manifest = landing
+    reset_namespace(spark)
+    ok(["run", "--input", folder.as_uri()], IN_PROCESS)
+    total = manifest["totals"]["valid"]
+    q = "SELECT COUNT(*) AS n FROM nginx_logs.access_logs"
+    for mode, env in MODES.items():
+        r = ok(["query", q, "--format", "csv"], env)
+        assert r.stdout.splitlines() == ["n", str(total)], mode
+        mode_logged(r, mode)
+        shell = ok(["sql", "-e", f"USE nginx_logs; {q.replace('nginx_logs.', '')};"], env)
+        assert shell.stdout.split()[-1] == str(total), (mode, shell.stdout)
+        ok(["maintain", "--table", "access_logs"], env)
+        assert counts(spark, manifest) == expected(manifest), mode
+        report = tmp_path / f"report-{mode}.html"
+        ok(["report", "--output", str(report)], env)
+        assert report.stat().st_size > 10_000
+    # Rollback, on the server: access_logs back to before a bad delete.
+    good = spark.sql(
+        "SELECT snapshot_id FROM nginx_logs.access_logs.snapshots ORDER BY committed_at DESC"
+    ).first()
+    assert good is not None
+    spark.sql("DELETE FROM nginx_logs.access_logs WHERE status_code >= 400")
+    ok(["rollback", "access_logs", "--to", str(good.snapshot_id)], CONNECT)
+    assert counts(spark, manifest) == expected(manifest)
+    # And in-process, to the snapshot of the delete, then forward again.
+    spark.sql("DELETE FROM nginx_logs.access_logs WHERE status_code >= 400")
+    ok(["rollback", "access_logs", "--to", str(good.snapshot_id)], IN_PROCESS)
+    assert counts(spark, manifest) == expected(manifest)
+
+
+def test_follow_once_on_the_server(
+    spark: SparkSession, server: LocalSettings, landing: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    """Streaming ingest (`--follow --once`) runs its micro-batches on the server."""
+    folder, manifest = landing
+    reset_namespace(spark)
+    checkpoint = (tmp_path / "checkpoint").as_uri()
+    args = ["ingest", "--input", folder.as_uri(), "--follow", "--once", "--checkpoint", checkpoint]
+    r = ok(args, CONNECT)
+    mode_logged(r, "connect")
+    assert counts(spark, manifest) == expected(manifest)
+
+
+def test_two_clients_at_once_give_exact_tables(
+    spark: SparkSession, server: LocalSettings, tmp_path: Path
+) -> None:
+    """Two ingests of one landing, started together on the one server: every line once."""
+    reset_namespace(spark)
+    landing = tmp_path / "landing"
+    manifest = generate(landing, 41)
+    argv = [sys.executable, "-m", "logberg.cli", "ingest", "--input", landing.as_uri()]
+    env = {**os.environ, **CONNECT}
+    procs = [
+        subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for _ in range(2)
+    ]
+    for p in procs:
+        _, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err.decode()[-3000:]
+    assert counts(spark, manifest) == expected(manifest)
+
+
+def test_a_client_killed_mid_ingest_leaves_nothing_half_done(
+    spark: SparkSession, server: LocalSettings, tmp_path: Path
+) -> None:
+    """SIGKILL the client once its first commit landed; the tables hold whole files only,
+    and the next run makes them exact."""
+    reset_namespace(spark)
+    landing = tmp_path / "landing"
+    manifest = generate(landing, 43, "--num-files", "6")
+    argv = [sys.executable, "-m", "logberg.cli", "ingest", "--input", landing.as_uri()]
+    argv += ["--max-bytes-per-commit", "200000"]
+    env = {**os.environ, **CONNECT}
+    proc = subprocess.Popen(argv, env=env, cwd=REPO, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:  # the ingest logs each committed batch
+        if "committed" in line and "file(s), snapshot" in line:
+            break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    whole = spark.sql(
+        "SELECT source_file, COUNT(*) AS n FROM nginx_logs.access_logs GROUP BY source_file"
+    ).collect()
+    per_file = {str(r.source_file).rsplit("/", 1)[-1]: r.n for r in whole}
+    valid = {Path(f["path"]).name: f["valid"] for f in manifest["files"]}
+    for name, n in per_file.items():
+        assert n == valid[name], f"{name}: {n} rows, a file lands whole or not at all"
+    ok(["ingest", "--input", landing.as_uri()], CONNECT)
+    assert counts(spark, manifest) == expected(manifest)
+
+
+def test_a_restarted_server_changes_nothing(
+    spark: SparkSession, server: LocalSettings, landing: tuple[Path, dict[str, Any]]
+) -> None:
+    folder, manifest = landing
+    reset_namespace(spark)
+    ok(["run", "--input", folder.as_uri()], CONNECT)
+    before = {n: table(spark, n).collect() for n in GOLD_TABLES}
+    s = server
+    connect_server.stop(s)
+    cfg = local.lakehouse_config(s)
+    connect_server.start(s, cfg, local.spark_runtime(s, cfg))
+    ok(["run", "--input", folder.as_uri()], CONNECT)
+    assert counts(spark, manifest) == expected(manifest)
+    for name in GOLD_TABLES:
+        assert sorted(table(spark, name).collect()) == sorted(before[name]), name
+
+
+# -- settings that fail fast ----------------------------------------------------------------
+
+
+def test_a_wrong_mode_names_the_setting(server: LocalSettings) -> None:
+    r = run_logberg(["query", "SELECT 1"], {"LOGBERG_SPARK_MODE": "warm"})
+    assert r.returncode == 2
+    assert "LOGBERG_SPARK_MODE='warm'" in r.stderr
+
+
+def test_connect_forced_without_a_server_names_the_setting(
+    server: LocalSettings, tmp_path: Path
+) -> None:
+    """Another home, whose server does not run: connect mode fails before any Spark."""
+    r = run_logberg(["query", "SELECT 1"], {**CONNECT, "LOGBERG_HOME": str(tmp_path / "h")})
+    assert r.returncode == 2
+    assert "LOGBERG_SPARK_MODE=connect: no Spark Connect server runs" in r.stderr
+
+
+@pytest.mark.parametrize("port", ["abc", "70000"])
+def test_a_bad_port_names_the_setting(server: LocalSettings, tmp_path: Path, port: str) -> None:
+    env = {"LOGBERG_HOME": str(tmp_path / "h"), "LOGBERG_CONNECT_PORT": port}
+    r = run_logberg(["local", "up"], env)
+    assert r.returncode == 2
+    assert f"LOGBERG_CONNECT_PORT={port if port == '70000' else repr(port)}" in r.stderr
+
+
+def test_a_port_in_use_names_the_setting(server: LocalSettings, tmp_path: Path) -> None:
+    """Another home's server on the port this home asks for: `local up` says so."""
+    taken = connect_server.served(server)
+    assert taken is not None
+    env = {
+        "LOGBERG_HOME": str(tmp_path / "h"),
+        "LOGBERG_CONNECT_PORT": str(taken.port),
+    }
+    r = run_logberg(["local", "up"], env)
+    try:
+        assert r.returncode == 2, r.stderr[-2000:]
+        assert f"LOGBERG_CONNECT_PORT={taken.port}: something else listens" in r.stderr
+    finally:
+        run_logberg(["local", "down"], env)
+
+
+def test_a_bad_token_is_refused_and_named(server: LocalSettings) -> None:
+    path = connect_server.token_file(server)
+    good = path.read_text()
+    path.write_text("not-the-token")
+    try:
+        r = run_logberg(["query", "SELECT 1"], CONNECT)
+    finally:
+        path.write_text(good)
+    assert r.returncode == 2
+    assert f"{path}: the local Spark Connect server at sc://localhost" in r.stderr
+    assert "refused the token" in r.stderr
+    assert good not in r.stderr + r.stdout
+
+
+def test_other_lakehouse_settings_than_the_servers_are_named(server: LocalSettings) -> None:
+    r = run_logberg(["query", "SELECT 1"], {"LOGBERG_WAREHOUSE": "file:///elsewhere"})
+    assert r.returncode == 2
+    assert "LOGBERG_WAREHOUSE=file:///elsewhere: the running Spark Connect server serves" in (
+        r.stderr
+    )
+
+
+def test_a_server_that_dies_mid_command_is_named_not_replaced(
+    spark: SparkSession, server: LocalSettings, landing: tuple[Path, dict[str, Any]]
+) -> None:
+    """Kill the server while a command runs on it: the command fails, naming the server and
+    its log; it does not go on in-process. Then a fresh server serves again."""
+    folder, _ = landing
+    svc = connect_server.service(server)
+    argv = [sys.executable, "-m", "logberg.cli", "ingest", "--input", folder.as_uri(), "--full"]
+    proc = subprocess.Popen(
+        argv, env={**os.environ, **CONNECT}, cwd=REPO, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "Spark Connect server" in line:  # the command is on the server now
+            break
+    pid = svc.pid()
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 2, err[-3000:]
+    assert "the local Spark Connect server at sc://localhost" in err
+    assert str(svc.log_file) in err
+    assert "spark: in-process" not in err
+    cfg = local.lakehouse_config(server)
+    deadline = time.monotonic() + 30
+    while svc.pid() is not None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    connect_server.start(server, cfg, local.spark_runtime(server, cfg))
+    assert ok(["query", "SELECT 1 AS one", "--format", "csv"], CONNECT).stdout.split() == [
+        "one",
+        "1",
+    ]
