@@ -16,6 +16,8 @@ second try in-process.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import enum
 import logging
 import os
@@ -112,8 +114,17 @@ def remote_session(server: ConnectServer) -> SparkSession:
                 f"{server.token_source}: {server.described} at {server.url} refused the token"
             ) from None
         raise ServiceError(f"{server.where()} does not answer: {first_line(text)}") from None
+    # The server keeps a session (its temp views, its settings) until it is released or
+    # idles out; a command releases its own when it ends.
+    atexit.register(release, spark)
     session: SparkSession = spark  # the jobs use the API both sessions share
     return session
+
+
+def release(spark: Any) -> None:
+    """End the session on the server (quietly: the process is exiting)."""
+    with contextlib.suppress(Exception):
+        spark.stop()
 
 
 def first_line(text: str) -> str:
