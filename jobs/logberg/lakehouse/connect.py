@@ -106,7 +106,7 @@ def remote_session(server: ConnectServer) -> SparkSession:
     _active = server
     try:
         spark.conf.get("spark.app.id")
-    except Exception as e:  # noqa: BLE001: gRPC and Spark errors differ by version
+    except Exception as e:  # gRPC and Spark errors differ by version
         _active = None
         text = str(e)
         if "UNAUTHENTICATED" in text or "authentication" in text.lower():
