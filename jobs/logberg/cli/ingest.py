@@ -139,7 +139,13 @@ def run(a: argparse.Namespace) -> int:
     from logberg.pipeline.ingest.batch import ingest
 
     cfg = ingest_config(a, follow_config(a))
-    spark = session("logberg-ingest" if cfg.follow is None else "logberg-ingest-follow")
+    if cfg.follow is None:
+        spark = session("logberg-ingest")
+    else:
+        # The micro-batch callback keeps the stream's state (its query id, the batches since
+        # the last analytics, the results it prints) in this process; on Spark Connect it
+        # would run in a worker of the server, apart from that state.
+        spark = session("logberg-ingest-follow", in_process="ingest --follow")
     if cfg.follow is None:
         print(ingest(spark, cfg).summary(), flush=True)
         return 0

@@ -11,9 +11,10 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-def session(app_name: str) -> SparkSession:
-    """In a cluster: LOGBERG_* settings, Spark as submitted. Else the local platform."""
-    return environment.current().session(app_name)
+def session(app_name: str, in_process: str | None = None) -> SparkSession:
+    """In a cluster: LOGBERG_* settings, Spark as submitted. Else the local platform.
+    `in_process`: this command (named) runs in-process whatever server runs."""
+    return environment.current().session(app_name, in_process)
 
 
 def default_landing() -> str:

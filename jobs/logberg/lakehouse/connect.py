@@ -87,10 +87,17 @@ def active() -> ConnectServer | None:
     return _active
 
 
-def remote_session(server: ConnectServer) -> SparkSession:
+def remote_session(server: ConnectServer, whole_process: bool = True) -> SparkSession:
     """A session on the server, checked with one round trip: a server that does not answer
-    or refuses the token fails here, before the command does any work."""
+    or refuses the token fails here, before the command does any work.
+
+    `whole_process`: this process is a Spark Connect client from now on. PySpark's column
+    functions (`pyspark.sql.functions`) build Connect expressions only when the process is
+    marked so (what `SparkSession.builder.remote` does); a process that also holds an
+    in-process session (a test, a readiness check) passes False and uses SQL alone."""
     global _active
+    if whole_process:
+        os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
     try:
         from pyspark.sql.connect.client.core import DefaultChannelBuilder
         from pyspark.sql.connect.client.retries import DefaultPolicy

@@ -33,7 +33,10 @@ class Environment(Protocol):
 
     def spark_runtime(self, cfg: LakehouseConfig) -> SparkRuntime: ...
 
-    def session(self, app_name: str) -> SparkSession: ...
+    def session(self, app_name: str, in_process: str | None = None) -> SparkSession:
+        """The command's session; `in_process` names a command that cannot run on a
+        Spark Connect server (an error when LOGBERG_SPARK_MODE=connect)."""
+        ...
 
     def uses_server(self) -> bool:
         """Whether `session` is on a Spark Connect server (LOGBERG_SPARK_MODE)."""
@@ -53,7 +56,7 @@ class ClusterEnvironment:
     def spark_runtime(self, cfg: LakehouseConfig) -> SparkRuntime:
         return SparkRuntime()
 
-    def session(self, app_name: str) -> SparkSession:
+    def session(self, app_name: str, in_process: str | None = None) -> SparkSession:
         self.uses_server()  # the setting is checked here too
         return build_session(app_name, self.lakehouse_config())
 

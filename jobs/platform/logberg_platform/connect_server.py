@@ -176,7 +176,7 @@ def ready(svc: Supervised, server: ConnectServer) -> None:
     deadline = time.monotonic() + 60
     while True:
         try:
-            spark = remote_session(server)
+            spark = remote_session(server, whole_process=False)
             spark.sql("SHOW NAMESPACES").collect()
             spark.stop()
             return

@@ -27,8 +27,8 @@ class LocalEnvironment:
     def spark_runtime(self, cfg: LakehouseConfig) -> SparkRuntime:
         return local.spark_runtime(self.settings, cfg)
 
-    def session(self, app_name: str) -> SparkSession:
-        return local.command_session(app_name, self.settings)
+    def session(self, app_name: str, in_process: str | None = None) -> SparkSession:
+        return local.command_session(app_name, self.settings, in_process)
 
     def uses_server(self) -> bool:
         return local.chosen_server(self.settings) is not None

@@ -179,16 +179,26 @@ def chosen_server(s: LocalSettings) -> connect_server.Served | None:
     return state
 
 
-def command_session(app_name: str, s: LocalSettings | None = None) -> SparkSession:
+def command_session(
+    app_name: str, s: LocalSettings | None = None, in_process: str | None = None
+) -> SparkSession:
     """A command's session: on this home's Spark Connect server when `chosen_server` says
     so, else in-process. A server that runs but does not answer is an error naming it and
-    its log, never a quiet in-process run."""
+    its log, never a quiet in-process run. `in_process`: a command (named) that runs
+    in-process whatever server runs; forced Connect mode is then an error."""
     s = s or LocalSettings.from_env()
-    state = chosen_server(s)
+    if in_process is not None and spark_mode() is SparkMode.CONNECT:
+        raise ConfigError(
+            f"{MODE_ENV}=connect: {in_process} runs in-process (its micro-batch callback "
+            f"keeps the stream's state in this process); unset {MODE_ENV} or set it to "
+            "in-process"
+        )
+    state = None if in_process is not None else chosen_server(s)
     if state is None:
         spark = session(app_name, s)
         master = spark.conf.get("spark.master")
-        log.info("spark: in-process, %s (%s=%s)", master, MODE_ENV, spark_mode().value)
+        why = f"{in_process} runs in-process" if in_process else f"{MODE_ENV}={spark_mode().value}"
+        log.info("spark: in-process, %s (%s)", master, why)
         return spark
     cfg = lakehouse_config(s)
     connect_server.check_same(cfg, state)

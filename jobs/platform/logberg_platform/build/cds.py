@@ -37,6 +37,8 @@ def build(settings: LocalSettings, force: bool = False) -> Path:
             LOGBERG_HOME=tmp,
             LOGBERG_TOOLS=str(settings.tools),
             LOGBERG_METASTORE_PORT=str(free_port()),
+            # The archive is of a whole in-process run: JVM start, session, pipeline.
+            LOGBERG_SPARK_MODE="in-process",
         )
         landing = Path(tmp) / "landing"
         generate = [
@@ -53,7 +55,7 @@ def build(settings: LocalSettings, force: bool = False) -> Path:
             if r.returncode != 0:
                 raise ServiceError(f"setup cds: `logberg {args[0]}` failed:\n{r.stderr[-3000:]}")
 
-        run("local", "up")
+        run("local", "up", "--no-connect")
         try:
             run(*generate)
             run("run", "--input", landing.as_uri(), extra={CDS_DUMP_ENV: str(dump)})
