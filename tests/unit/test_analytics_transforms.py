@@ -6,6 +6,7 @@ and days on both sides of an ISO year boundary (2024-12-29 is in 2024-W52, 2024-
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import threading
 from collections import defaultdict
 from collections.abc import Iterable
@@ -232,5 +233,5 @@ def test_steps_run_at_once_and_all_finish_before_the_first_error() -> None:
         done.append(i)
 
     with pytest.raises(ValueError, match="step 0 failed"):
-        an.concurrently([lambda i=i: step(i) for i in range(3)])
+        an.concurrently([functools.partial(step, i) for i in range(3)])
     assert sorted(done) == [1, 2]
