@@ -86,19 +86,21 @@ def _failing(first: list[Exception], result: str = "done") -> Callable[[], str]:
     return step
 
 
-def test_conflicts_are_retried_with_short_growing_waits(errors: dict[str, Exception]) -> None:
+def test_a_conflict_is_retried_at_once_then_with_short_growing_waits(
+    errors: dict[str, Exception],
+) -> None:
     waits: list[float] = []
     retried: list[None] = []
     policy = CommitRetry(retries=3, wait=waits.append)
-    step = _failing([errors["validation"], errors["commit_failed"]])
+    step = _failing([errors["validation"], errors["commit_failed"], errors["validation"]])
     assert policy.run(step, "a test step", lambda: retried.append(None)) == "done"
-    assert waits == [0.25, 0.5] and len(retried) == 2
+    assert waits == [0.25, 0.5] and len(retried) == 3
 
 
 def test_the_last_conflict_is_raised_after_the_retries(errors: dict[str, Exception]) -> None:
     waits: list[float] = []
-    policy = CommitRetry(retries=2, wait=waits.append)
-    step = _failing([errors["validation"]] * 3)
+    policy = CommitRetry(retries=3, wait=waits.append)
+    step = _failing([errors["validation"]] * 4)
     with pytest.raises(Exception) as raised:
         policy.run(step, "a test step")
     assert raised.value is errors["validation"]
@@ -115,9 +117,9 @@ def test_other_errors_are_raised_at_once(errors: dict[str, Exception]) -> None:
     assert raised.value is errors["other"] and waits == []
 
 
-def test_no_wait_exceeds_the_cap() -> None:
+def test_no_wait_before_the_first_retry_and_none_over_the_cap() -> None:
     policy = CommitRetry(retries=10)
-    assert [policy.delay(n) for n in range(1, 8)] == [0.25, 0.5, 1.0, 2.0, 4.0, 4.0, 4.0]
+    assert [policy.delay(n) for n in range(1, 9)] == [0, 0.25, 0.5, 1.0, 2.0, 4.0, 4.0, 4.0]
 
 
 def test_a_real_conflict_is_retried_until_the_commit_lands(spark: Any, errors: Any) -> None:
@@ -133,5 +135,5 @@ def test_a_real_conflict_is_retried_until_the_commit_lands(spark: Any, errors: A
 
     before = _table(spark).currentSnapshot().snapshotId()
     assert CommitRetry(wait=waits.append).run(step, "a validated overwrite") == 2
-    assert waits == [0.25]
+    assert waits == []  # the other writer's commit had landed: the retry starts at once
     assert _table(spark).currentSnapshot().snapshotId() != before

@@ -5,9 +5,11 @@ A conflict is another writer having committed first in a way this commit may not
 (Iceberg's CommitFailedException or ValidationException, as they reach Python through
 Py4J). Iceberg has already retried the metadata swap itself (the table's commit.retry.*
 properties) before one surfaces here, so what is retried is the whole step: it reads the
-table's current state again, so nothing needs waiting for. The short growing wait between
-tries only keeps two writers that keep colliding from retrying in lockstep; it starts at a
-quarter of a second and never exceeds a few seconds.
+table's current state again, so nothing needs waiting for. The conflict itself says the other
+writer's commit has landed, so the first retry starts at once. Each round of colliding
+writers lands at least one commit, so retries always progress; only a step that conflicts
+again waits, a short growing time (a quarter of a second, then doubling, never over a few
+seconds) that keeps two writers which keep colliding from retrying in lockstep.
 """
 
 from __future__ import annotations
@@ -35,13 +37,15 @@ class CommitRetry:
     """Run a step; on a commit conflict run it again, up to `retries` more times."""
 
     retries: int = 3
-    first_wait: float = 0.25  # seconds before the first retry; doubled for each next one
+    first_wait: float = 0.25  # seconds before the second retry; doubled for each next one
     max_wait: float = 4.0
     wait: Callable[[float], None] = time.sleep  # injectable: tests record the waits
 
     def delay(self, retry: int) -> float:
-        """Seconds to wait before retry number `retry` (1-based)."""
-        return float(min(self.first_wait * 2 ** (retry - 1), self.max_wait))
+        """Seconds to wait before retry number `retry` (1-based): none before the first."""
+        if retry <= 1:
+            return 0.0
+        return float(min(self.first_wait * 2 ** (retry - 2), self.max_wait))
 
     def run(
         self,
@@ -70,5 +74,6 @@ class CommitRetry:
                 )
                 if on_retry is not None:
                     on_retry()
-                self.wait(delay)
+                if delay > 0:
+                    self.wait(delay)
         raise AssertionError("unreachable")

@@ -165,6 +165,16 @@ def catalog_conf(cfg: LakehouseConfig) -> dict[str, str]:
         # Analytics groups 2.5M (week, address, path) keys per 5M lines: the small first-level
         # hash map in front of the main one only adds a probe per row there (0.5 s of 8 s).
         "spark.sql.codegen.aggregate.map.twolevel.enabled": "false",
+        # A commit takes the table's metastore lock. Hive 3.1.3 lacks HIVE-26882 (the atomic
+        # alter_table on an expected metadata_location, in 2.3.10 and 4.0), so Iceberg's
+        # lock-free commit (engine.hive.lock-enabled=false) could lose a concurrent commit:
+        # the lock stays. Hive has no lock notification: a commit that finds the table
+        # locked by another writer polls, from lock-check-min-wait-ms growing 1.5x per check
+        # up to lock-check-max-wait-ms. A lock is held for one metadata swap (tens of ms),
+        # so Iceberg's 5 s ceiling only oversleeps; 500 ms bounds that at 2 checks a second.
+        # An uncontended commit (each analytics table has its own lock) never waits.
+        "spark.hadoop.iceberg.hive.lock-check-min-wait-ms": "20",
+        "spark.hadoop.iceberg.hive.lock-check-max-wait-ms": "500",
     }
     conf.update(hadoop.spark_properties(cfg.s3a()))
     return conf

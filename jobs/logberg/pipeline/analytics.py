@@ -9,9 +9,11 @@ containing them, are recomputed from access_logs; their partitions are replaced 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -19,6 +21,7 @@ from pyspark.sql import functions as F
 
 from logberg.errors import ConfigError
 from logberg.lakehouse import sql, tables
+from logberg.lakehouse.commit_retry import CommitRetry
 from logberg.lakehouse.rows import rows_frame
 from logberg.lakehouse.schema import (
     ACCESS_LOGS,
@@ -116,16 +119,23 @@ def _monday(date: Column) -> Column:
     return F.date_sub(date, F.weekday(date))
 
 
+DAY_BIT = "shiftleft(1, weekday(date))"  # a bit per weekday, Monday the lowest
+
+
 def address_paths(logs: DataFrame) -> DataFrame:
     """Per ISO week (week_start_date) and address: unique_paths, and day_paths, the distinct
     paths of each weekday (Monday first). One grouping by week, address and path, with a
     bit per weekday the path was requested on, gives both. It carries nothing else: its
     2.5M groups at 5M lines are the analytics' largest, and the sums come from
     address_devices."""
-    day_bit = F.expr("shiftleft(1, weekday(date))")
     per_path = logs.groupBy(
         _monday(F.col("date")).alias("week_start_date"), "ip_address", "url_path"
-    ).agg(F.bit_or(day_bit).alias("days"))
+    ).agg(F.bit_or(F.expr(DAY_BIT)).alias("days"))
+    return paths_of(per_path)
+
+
+def paths_of(per_path: DataFrame) -> DataFrame:
+    """address_paths from its (week_start_date, ip_address, url_path, days) grouping."""
     on_day = [
         F.col("url_path").isNotNull() & (F.col("days").bitwiseAND(1 << d) != 0) for d in range(7)
     ]
@@ -360,10 +370,54 @@ def read_at(spark: SparkSession, table: Table, snapshot: int | None) -> DataFram
     return reader.table(qualified(spark, table))
 
 
-def _write(spark: SparkSession, df: DataFrame, table: Table) -> None:
-    df.withColumn("processed_timestamp", F.current_timestamp()).select(*table.names).writeTo(
-        qualified(spark, table)
-    ).overwritePartitions()
+TIMING_COLUMNS = ("request_time_ms", "upstream_response_time_ms")
+WRITE_RETRY = CommitRetry()  # a write is a whole-partition replace: redoing it is exact
+
+
+@dataclass(frozen=True)
+class Write:
+    """One table's commit: `df`'s rows with processed_timestamp, replacing the partitions
+    they hold (dynamic overwrite), or every row where `replace` holds (even with no rows)."""
+
+    table: Table
+    df: DataFrame
+    replace: str | None = None
+
+    def __call__(self, spark: SparkSession) -> None:
+        writer = (
+            self.df.withColumn("processed_timestamp", F.current_timestamp())
+            .select(*self.table.names)
+            .writeTo(qualified(spark, self.table))
+        )
+        if self.replace is None:
+            writer.overwritePartitions()
+        else:
+            writer.overwrite(F.expr(self.replace))
+
+
+def concurrently(steps: Sequence[Callable[[], object]]) -> None:
+    """Run every step at once, each in its own thread: Spark runs concurrent jobs of one
+    session (and a Spark Connect session concurrent queries), so small jobs fill the cores
+    one alone leaves idle, and commits overlap their metastore round trips. Every step runs
+    to its end before the first error is raised, so none is left running."""
+    with ThreadPoolExecutor(max_workers=max(1, len(steps)), thread_name_prefix="analytics") as pool:
+        futures = [pool.submit(step) for step in steps]
+    errors = [e for e in (f.exception() for f in futures) if e is not None]
+    if errors:
+        raise errors[0]
+
+
+def write_all(spark: SparkSession, writes: Sequence[Write], steps: dict[str, float]) -> None:
+    """Every table's write at once. Each commits alone, on its own table (no two share a
+    table's commit lock), and a commit conflict with another writer redoes that write only:
+    it replaces whole partitions, so doing it again is exact."""
+
+    def timed(w: Write) -> None:
+        t = time.monotonic()
+        WRITE_RETRY.run(lambda: w(spark), f"analytics write of {w.table}")
+        steps[w.table.name] = round(time.monotonic() - t, 2)  # printed: the bench profiles
+
+    concurrently([functools.partial(timed, w) for w in writes])
 
 
 def analytics(spark: SparkSession, cfg: AnalyticsConfig) -> AnalyticsResult:
@@ -388,55 +442,48 @@ def analytics(spark: SparkSession, cfg: AnalyticsConfig) -> AnalyticsResult:
     weeks = {week_start(d) for d in days}
     steps: dict[str, float] = {"setup": round(time.monotonic() - t0, 2)}
     if days:
-        day_logs = logs.where(sql.dates_in("date", days))
-        week_logs = logs.where(sql.dates_in("date", week_days(weeks)))
-        # The weeks hold the days: one rollup of them serves the daily and weekly tables.
         t = time.monotonic()
+        # The weeks hold the days: their rollups serve the daily and weekly tables. Each
+        # reads access_logs once, in the columns it needs; the three scans run at once.
+        timing = [c for c in TIMING_COLUMNS if c in logs.columns]  # none before --log-format
+        week_logs = logs.where(sql.dates_in("date", week_days(weeks)))
         paths = address_paths(week_logs).persist()
         devices = address_devices(week_logs).persist()
         hours = hour_rollup(week_logs).persist()
         rollups = (paths, devices, hours)
-        for rollup in rollups:
-            rollup.count()
-        steps["rollups"] = round(time.monotonic() - t, 2)
-        on_days = sql.dates_in("date", days)
-        wanted = [
-            (
-                DAILY_TOP_IPS,
-                top_ips(address_days(devices.where(on_days), paths), cfg.top_n, weekly=False),
-            ),
-            (DAILY_TOP_DEVICES, top_devices(devices.where(on_days), cfg.top_n, weekly=False)),
-            (WEEKLY_TOP_IPS, top_ips(address_weeks(devices, paths), cfg.top_n, weekly=True)),
-            (WEEKLY_TOP_DEVICES, top_devices(devices, cfg.top_n, weekly=True)),
-            (WEEKLY_ANALYTICS, summary_from(hours, paths)),
-        ]
-        if cfg.exclude_bots:
-            humans_week = week_logs.where(~F.col("is_bot"))
-            human_paths = address_paths(humans_week)
-            human_devices = address_devices(humans_week)
-            human_days = address_days(human_devices.where(on_days), human_paths)
-            human_weeks = address_weeks(human_devices, human_paths)
-            wanted += [
-                (DAILY_TOP_IPS_HUMANS, top_ips(human_days, cfg.top_n, weekly=False)),
-                (WEEKLY_TOP_IPS_HUMANS, top_ips(human_weeks, cfg.top_n, weekly=True)),
-            ]
         try:
-            for table, df in wanted:
-                t = time.monotonic()
-                _write(spark, df, table)
-                steps[table.name] = round(time.monotonic() - t, 2)  # printed: the bench profiles
+            concurrently([rollup.count for rollup in rollups])
+            steps["rollups"] = round(time.monotonic() - t, 2)
+            on_days = sql.dates_in("date", days)
+            n, day_devices = cfg.top_n, devices.where(on_days)
+            writes = [
+                Write(DAILY_TOP_IPS, top_ips(address_days(day_devices, paths), n, weekly=False)),
+                Write(DAILY_TOP_DEVICES, top_devices(day_devices, n, weekly=False)),
+                Write(WEEKLY_TOP_IPS, top_ips(address_weeks(devices, paths), n, weekly=True)),
+                Write(WEEKLY_TOP_DEVICES, top_devices(devices, n, weekly=True)),
+                Write(WEEKLY_ANALYTICS, summary_from(hours, paths)),
+            ]
+            if "request_time_ms" in timing:
+                latency = daily_latency(logs.where(on_days), cfg.top_n, cfg.latency_min_hits)
+                # replaces these days whole, even with nothing: a day re-ingested without
+                # timing keeps no stale rows
+                writes.append(Write(DAILY_LATENCY, latency, replace=on_days))
+            if cfg.exclude_bots:
+                humans_week = week_logs.where(~F.col("is_bot"))
+                human_paths = address_paths(humans_week)
+                human_devices = address_devices(humans_week)
+                human_days = address_days(human_devices.where(on_days), human_paths)
+                human_weeks = address_weeks(human_devices, human_paths)
+                writes += [
+                    Write(DAILY_TOP_IPS_HUMANS, top_ips(human_days, cfg.top_n, weekly=False)),
+                    Write(WEEKLY_TOP_IPS_HUMANS, top_ips(human_weeks, cfg.top_n, weekly=True)),
+                ]
+            t = time.monotonic()
+            write_all(spark, writes, steps)
+            steps["writes"] = round(time.monotonic() - t, 2)
         finally:
             for rollup in rollups:
                 rollup.unpersist()
-        if "request_time_ms" in logs.columns:  # a table from before --log-format has none
-            t = time.monotonic()
-            latency = daily_latency(day_logs, cfg.top_n, cfg.latency_min_hits)
-            # replaces these days whole, even with nothing: a day re-ingested without timing
-            # keeps no stale rows
-            latency.withColumn("processed_timestamp", F.current_timestamp()).select(
-                *DAILY_LATENCY.names
-            ).writeTo(qualified(spark, DAILY_LATENCY)).overwrite(F.expr(sql.dates_in("date", days)))
-            steps[DAILY_LATENCY.name] = round(time.monotonic() - t, 2)
     duration = time.monotonic() - t0
     if days or run_ids:
         row = (
