@@ -1073,6 +1073,9 @@ def test_spark_connect_has_the_applications_image_conf_and_pods() -> None:
     conn = one(items, "SparkConnect")
     assert conn["apiVersion"] == "sparkoperator.k8s.io/v1alpha1"
     assert conn["metadata"]["name"] == "logberg-connect"
+    # The operator copies the resource's labels onto the executor pods (over their
+    # template's): a component label there would make them `connect-server`.
+    assert "app.kubernetes.io/component" not in conn["metadata"]["labels"]
     spec = conn["spec"]
     [(_, app)] = spark_apps(docs("logberg", ("values-kind.yaml",), ("ingest.enabled=true",)))
     assert spec["image"] == app["image"] and spec["sparkVersion"] == app["sparkVersion"]
