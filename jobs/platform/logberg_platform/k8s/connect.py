@@ -27,7 +27,8 @@ from logberg_platform.k8s.api_client import GROUP, Kube
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-log = logging.getLogger(__name__)
+# Under "logberg": the logger the command line configures (stderr, text or JSON).
+log = logging.getLogger("logberg.k8s.connect")
 
 CONNECT_VERSION = "v1alpha1"
 PLURAL = "sparkconnects"

@@ -14,7 +14,8 @@ import sys
 from logberg.cli.command import action
 from logberg_platform.cli.k8s import target
 
-log = logging.getLogger(__name__)
+# Under "logberg": the logger the command line configures (stderr, text or JSON).
+log = logging.getLogger("logberg.k8s.sql")
 
 
 def run(a: argparse.Namespace) -> int:
