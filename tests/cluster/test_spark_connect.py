@@ -144,6 +144,15 @@ def test_sql_from_a_pipe_goes_through_the_server(server: Deployed) -> None:
     assert r.stdout.splitlines() == ["n", str(n), "s\ttwo", "a;b\t2"]
 
 
+def test_an_upgrade_keeps_the_generated_token_and_the_server(server: Deployed) -> None:
+    token, pod = _token(server), _pod(server)
+    _connect(server, True)  # a plain upgrade: the chart looks the Secret up
+    assert _token(server) == token
+    assert _pod(server) == pod
+    r = _query(server, "SELECT 1 AS x")
+    assert _rows(r) == [{"x": 1}] and VIA_SERVER in r.stderr
+
+
 def _port_forward(d: Deployed) -> tuple[subprocess.Popen[str], int]:
     """`kubectl port-forward` to the server's gRPC port; its local port once it listens."""
     proc = subprocess.Popen(
