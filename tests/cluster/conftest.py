@@ -62,6 +62,7 @@ ORDER = (
     "test_rotation",
     "test_upgrade",
     "test_submit",
+    "test_spark_connect",
     "test_doctor_k8s",
     "test_uninstall",  # uninstalls: last of all
 )

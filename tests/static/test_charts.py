@@ -60,6 +60,8 @@ VARIANTS: dict[str, dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
                 "spark.dynamicAllocation.enabled=true",
             ),
         ),
+        # The Spark Connect server (off by default), with its generated token Secret.
+        "connect": (("values-kind.yaml",), ("connect.enabled=true", "ingest.enabled=true")),
     },
     "logberg-dev": {"default": ((), ()), "local": (("values-local.yaml",), ())},
 }
@@ -351,7 +353,9 @@ def test_spark_applications_have_v1beta2_required_fields(variant: str) -> None:
     assert apps, "no SparkApplications rendered"
     for d in items:
         if d["apiVersion"].startswith("sparkoperator.k8s.io"):
-            assert d["apiVersion"] == "sparkoperator.k8s.io/v1beta2"
+            # v1beta2 applications; the Spark Connect server is the operator's v1alpha1.
+            want = "v1alpha1" if d["kind"] == "SparkConnect" else "v1beta2"
+            assert d["apiVersion"] == f"sparkoperator.k8s.io/{want}"
             assert d["metadata"]["namespace"] == NAMESPACE
         if d["kind"] == "ScheduledSparkApplication":
             spec = d["spec"]
@@ -537,9 +541,11 @@ def _secret_mount_paths(doc: dict[str, Any], container: dict[str, Any]) -> list[
 @pytest.mark.parametrize(("chart", "variant"), CASES, ids=CASE_IDS)
 def test_no_credentials_in_configmaps_or_rendered_secrets(chart: str, variant: str) -> None:
     items = variant_docs(chart, variant)
-    assert not by_kind(items, "Secret"), (
-        "charts never render Secrets: credentials come from existingSecret"
-    )
+    # Charts render no Secret with a credential from values: those come from existingSecret.
+    # The one exception is the Spark Connect token the chart generates itself (random, kept
+    # across upgrades by lookup): test_spark_connect_token_comes_from_a_secret.
+    rendered = [d["metadata"]["name"] for d in by_kind(items, "Secret")]
+    assert rendered in ([], ["logberg-connect-token"]), rendered
     for cm in by_kind(items, "ConfigMap"):
         for key, text in cm.get("data", {}).items():
             if cm["metadata"]["name"].endswith("-apps"):
@@ -1043,3 +1049,197 @@ def test_submit_templates_are_the_charts_own_applications() -> None:
     assert specs["generator"]["arguments"] == [*command["command"][2:], *command["args"]]
     assert specs["maintenance"]["arguments"][0] == "maintain"
     assert specs["report"]["arguments"] == ["report"]
+
+
+# ------------------------------------------------------------------------- Spark Connect
+CONNECT_CRD = "sparkoperator.k8s.io_sparkconnects.yaml"
+
+
+def _connect_docs(*sets: str) -> list[dict[str, Any]]:
+    return docs("logberg", ("values-kind.yaml",), ("connect.enabled=true", *sets))
+
+
+def test_spark_connect_is_off_by_default() -> None:
+    for variant in VARIANTS["logberg"]:
+        if variant == "connect":
+            continue
+        items = variant_docs("logberg", variant)
+        assert not by_kind(items, "SparkConnect"), variant
+        assert not [d for d in items if d["metadata"]["name"].startswith("logberg-connect")]
+
+
+def test_spark_connect_has_the_applications_image_conf_and_pods() -> None:
+    items = _connect_docs()
+    conn = one(items, "SparkConnect")
+    assert conn["apiVersion"] == "sparkoperator.k8s.io/v1alpha1"
+    assert conn["metadata"]["name"] == "logberg-connect"
+    # The operator copies the resource's labels onto the executor pods (over their
+    # template's): a component label there would make them `connect-server`.
+    assert "app.kubernetes.io/component" not in conn["metadata"]["labels"]
+    spec = conn["spec"]
+    [(_, app)] = spark_apps(docs("logberg", ("values-kind.yaml",), ("ingest.enabled=true",)))
+    assert spec["image"] == app["image"] and spec["sparkVersion"] == app["sparkVersion"]
+    # Nothing in sparkConf: the operator writes it unquoted into a `bash -c` line.
+    assert "sparkConf" not in spec and "hadoopConf" not in spec
+    # The applications' conf, every key and value, in the server's spark-defaults.conf.
+    cm = one(items, "ConfigMap", "-connect-defaults")
+    defaults = dict(
+        line.split(" ", 1) for line in cm["data"]["spark-defaults.conf"].splitlines() if line
+    )
+    for key, value in app["sparkConf"].items():
+        assert defaults.get(key) == value, key
+    assert defaults["spark.connect.grpc.binding.port"] == "15002"
+    assert defaults["spark.executor.memoryOverhead"] == "512m"
+    assert defaults["spark.kubernetes.executor.request.cores"] == "250m"
+    assert not SECRET_PATTERN.search(cm["data"]["spark-defaults.conf"])
+    assert "token" not in cm["data"]["spark-defaults.conf"].lower()
+    for role, component in (("server", "connect-server"), ("executor", "connect-executor")):
+        template = spec[role]["template"]
+        pod = template["spec"]
+        labels = template["metadata"]["labels"]
+        assert labels["app.kubernetes.io/instance"] == "logberg"
+        assert labels["app.kubernetes.io/component"] == component
+        assert labels["logberg.io/metastore-client"] == "true"
+        assert pod["serviceAccountName"] == app["driver"]["serviceAccount"]
+        assert pod["securityContext"] == app["driver"]["podSecurityContext"]
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        [c] = pod["containers"]
+        assert c["name"] == f"spark-kubernetes-{'driver' if role == 'server' else 'executor'}"
+        assert (
+            c["securityContext"]
+            == app[("driver" if role == "server" else "executor")]["securityContext"]
+        )
+        assert c["securityContext"]["readOnlyRootFilesystem"] is True
+        env = {e["name"]: e for e in c["env"]}
+        for e in app["driver"]["env"]:  # the catalog, S3 and its keys (by reference)
+            assert env[e["name"]] == e, e["name"]
+        mounts = {m["mountPath"] for m in c["volumeMounts"]}
+        assert {"/tmp", "/opt/spark/work-dir"} <= mounts
+    assert spec["server"]["template"]["spec"]["automountServiceAccountToken"] is True
+    assert spec["executor"]["template"]["spec"]["automountServiceAccountToken"] is False
+    server = spec["server"]["template"]["spec"]
+    assert [i["name"] for i in server["initContainers"]] == ["wait-ready"]
+    [c] = server["containers"]
+    assert c["resources"]["limits"]["memory"] and c["readinessProbe"]["tcpSocket"]
+    assert {m["mountPath"]: m for m in c["volumeMounts"]}["/opt/spark/conf"]["readOnly"]
+    assert {"name": "SPARK_CONF_DIR", "value": "/opt/spark/conf"} in c["env"]
+
+
+def test_spark_connect_token_comes_from_a_secret() -> None:
+    items = _connect_docs()
+    conn = one(items, "SparkConnect")
+    [c] = conn["spec"]["server"]["template"]["spec"]["containers"]
+    [token] = [e for e in c["env"] if e["name"] == "SPARK_CONNECT_AUTHENTICATE_TOKEN"]
+    assert token["valueFrom"] == {"secretKeyRef": {"name": "logberg-connect-token", "key": "token"}}
+    secret = one(items, "Secret", "-connect-token")
+    assert set(secret["data"]) == {"token"}
+    import base64
+
+    value = base64.b64decode(secret["data"]["token"]).decode()
+    assert re.fullmatch(r"[A-Za-z0-9]{48}", value)
+    # Random per render (a fresh install), never from values.
+    again = [d for d in yaml.safe_load_all(helm(
+        "template", "logberg", str(CHARTS / "logberg"), "-n", NAMESPACE,
+        "-f", str(CHARTS / "logberg" / "values-kind.yaml"), "--set", "connect.enabled=true",
+        "--show-only", "templates/sparkconnect.yaml",
+    ).stdout) if d and d["kind"] == "Secret"]  # fmt: skip
+    assert again[0]["data"]["token"] != secret["data"]["token"]
+    # The token stays out of the Spark conf (event logs, the UI).
+    for d in items:
+        assert value not in json.dumps(d) or d["kind"] == "Secret"
+    # An existing Secret: none rendered, the server reads that one's key.
+    mine = _connect_docs("connect.auth.existingSecret=my-token", "connect.auth.tokenKey=t")
+    assert not by_kind(mine, "Secret")
+    [c] = one(mine, "SparkConnect")["spec"]["server"]["template"]["spec"]["containers"]
+    [token] = [e for e in c["env"] if e["name"] == "SPARK_CONNECT_AUTHENTICATE_TOKEN"]
+    assert token["valueFrom"]["secretKeyRef"] == {"name": "my-token", "key": "t"}
+    # The generated Secret is looked up, so an upgrade keeps the token.
+    template = (CHARTS / "logberg" / "templates" / "sparkconnect.yaml").read_text()
+    assert 'lookup "v1" "Secret" .Release.Namespace $secret' in template
+
+
+def test_spark_connect_network_policy_admits_only_labelled_clients() -> None:
+    items = _connect_docs()
+    policies = {d["metadata"]["name"]: d["spec"] for d in by_kind(items, "NetworkPolicy")}
+    release, server = policies["logberg"], policies["logberg-connect"]
+    # The release-wide policy (any release pod to any port) leaves the server out ...
+    assert release["podSelector"]["matchExpressions"] == [
+        {"key": "app.kubernetes.io/component", "operator": "NotIn", "values": ["connect-server"]}
+    ]
+    # ... which has its own: gRPC only from the release's pods with the client labels.
+    assert server["podSelector"]["matchLabels"] == {
+        "app.kubernetes.io/name": "logberg",
+        "app.kubernetes.io/instance": "logberg",
+        "app.kubernetes.io/component": "connect-server",
+    }
+    assert server["policyTypes"] == ["Ingress"]
+    by_port = {p["port"]: rule.get("from") for rule in server["ingress"] for p in rule["ports"]}
+    assert by_port[15002] == [
+        {
+            "podSelector": {
+                "matchLabels": {
+                    "app.kubernetes.io/name": "logberg",
+                    "app.kubernetes.io/instance": "logberg",
+                    "logberg.io/connect-client": "true",
+                }
+            }
+        }
+    ]
+    executors = {"app.kubernetes.io/component": "connect-executor"}
+    for port in (7078, 7079):  # the driver's RPC and block manager: its executors only
+        [peer] = by_port[port]
+        assert executors.items() <= peer["podSelector"]["matchLabels"].items()
+    assert set(by_port) == {15002, 7078, 7079, 4040}
+    # Without the server, the release's policy is as before.
+    plain = {
+        d["metadata"]["name"]: d for d in by_kind(variant_docs("logberg", "kind"), "NetworkPolicy")
+    }
+    assert list(plain) == ["logberg"]
+    assert "matchExpressions" not in plain["logberg"]["spec"]["podSelector"]
+
+
+def test_spark_connect_matches_the_operators_crd() -> None:
+    """The rendered SparkConnect against the CRD of the pinned operator chart, when the
+    chart is cached (make tools); the keys its types declare, nothing else."""
+    import jsonschema
+
+    chart_version = PINS["kubernetes"]["spark_operator_chart"]
+    found = sorted(REPO.glob(f".tools/charts/spark-operator-{chart_version}/crds/{CONNECT_CRD}"))
+    if not found:
+        pytest.skip(
+            f"the spark-operator chart {chart_version} is not in .tools/charts (make tools)"
+        )
+    crd = yaml.safe_load(found[0].read_text())
+    [version] = [v for v in crd["spec"]["versions"] if v["name"] == "v1alpha1"]
+    schema = copy.deepcopy(version["schema"]["openAPIV3Schema"])
+
+    def closed(node: Any) -> None:  # unknown keys are errors, as a structural schema prunes them
+        if isinstance(node, dict):
+            if node.get("type") == "object" and "properties" in node:
+                node.setdefault("additionalProperties", False)
+            for v in node.values():
+                closed(v)
+        elif isinstance(node, list):
+            for v in node:
+                closed(v)
+
+    closed(schema)
+    schema["properties"]["metadata"] = {"type": "object"}
+    jsonschema.validate(one(_connect_docs(), "SparkConnect"), schema)
+
+
+def test_the_image_provides_what_the_operator_runs() -> None:
+    """The operator runs `${SPARK_HOME}/sbin/start-connect-server.sh ARGS` (bash -c) and
+    stop-connect-server.sh as preStop: the image's own scripts, copied into SPARK_HOME."""
+    sbin = REPO / "images" / "spark" / "sbin"
+    for name in ("start-connect-server.sh", "stop-connect-server.sh"):
+        script = sbin / name
+        assert os.access(script, os.X_OK), script
+        assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+        assert "set -x" not in script.read_text()
+    start = (sbin / "start-connect-server.sh").read_text()
+    assert "org.apache.spark.sql.connect.service.SparkConnectServer" in start
+    assert '"$@"' in start and "SPARK_NO_DAEMONIZE" in start
+    dockerfile = (REPO / "images" / "spark" / "Dockerfile").read_text()
+    assert "COPY --chmod=0755 images/spark/sbin/ /opt/spark/sbin/" in dockerfile
+    assert "SPARK_HOME=/opt/spark" in dockerfile

@@ -43,6 +43,8 @@ def test_every_action_of_a_group_has_its_own_handler() -> None:
         ["k8s", "wait", "job", "--selector", "a=b", "--timeout", "5"],
         ["k8s", "wait", "app", "logberg-ingest"],
         ["k8s", "submit", "ingest", "--wait"],
+        ["k8s", "query", "SELECT 1", "--format", "jsonl", "--as-of", "1"],
+        ["k8s", "sql", "--release", "other"],
         ["images", "build", "spark", "--force"],
         ["setup", "tools", "helm", "spark-operator-chart"],
     ):

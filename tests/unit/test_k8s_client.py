@@ -141,3 +141,48 @@ def test_an_unknown_context_names_the_setting(tmp_path: Path) -> None:
     r = run_logberg(["k8s", f"--kubeconfig={cfg}", "--context=nope", "wait", "app", "x"])
     assert r.returncode == 2
     assert "K8S_CONTEXT" in r.stderr and "nope" in r.stderr
+
+
+def test_k8s_query_with_no_api_server_answering_is_one_clear_line(tmp_path: Path) -> None:
+    cfg = kubeconfig(tmp_path / "kubeconfig", free_port())
+    r = run_logberg(["k8s", f"--kubeconfig={cfg}", "query", "SELECT 1"])
+    assert r.returncode == 2, r.stderr
+    assert "no Kubernetes API answers at https://127.0.0.1:" in r.stderr
+    assert "Traceback" not in r.stderr and r.stdout == ""
+
+
+def test_sql_text_splits_at_semicolons_outside_quotes_and_comments() -> None:
+    from logberg_platform.k8s.connect import complete, statements
+
+    text = "SELECT 'a;b' AS x; -- c;d\nSELECT 2;/* ; */ SELECT \"q;\" ;\n SELECT `w;`"
+    assert statements(text) == ["SELECT 'a;b' AS x", "SELECT 2", 'SELECT "q;"', "SELECT `w;`"]
+    assert statements("SELECT 'it\\'s;'; ;;") == ["SELECT 'it\\'s;'"]
+    assert complete("SELECT 1;") and complete("SELECT ';';  ")
+    assert not complete("SELECT ';") and not complete("SELECT 1 -- ;")
+
+
+def _connect_obj(env: list[dict[str, object]]) -> dict[str, object]:
+    container = {
+        "name": "spark-kubernetes-driver",
+        "env": env,
+        "ports": [{"name": "spark-connect", "containerPort": 15010}],
+    }
+    return {
+        "metadata": {"name": "rel-connect"},
+        "spec": {"server": {"template": {"spec": {"containers": [container]}}}},
+        "status": {"state": "Ready", "server": {"podName": "rel-connect-server"}},
+    }
+
+
+def test_a_connect_server_is_reached_only_with_its_secrets_token() -> None:
+    from logberg.errors import ConfigError
+    from logberg_platform.k8s.connect import server_of
+
+    ref = {"secretKeyRef": {"name": "tok", "key": "k"}}
+    s = server_of(_connect_obj([{"name": "SPARK_CONNECT_AUTHENTICATE_TOKEN", "valueFrom": ref}]))
+    assert (s.name, s.pod, s.port, s.secret, s.key) == (
+        "rel-connect", "rel-connect-server", 15010, "tok", "k",
+    )  # fmt: skip
+    assert "the Secret tok (key k" in s.setting
+    with pytest.raises(ConfigError, match="takes no token from a Secret"):
+        server_of(_connect_obj([{"name": "SPARK_CONNECT_AUTHENTICATE_TOKEN", "value": "plain"}]))

@@ -314,3 +314,14 @@ checkov.io/skip4: CKV_K8S_40=runs as the official image's own non-root user (run
 checkov.io/skip5: CKV_K8S_8=one-shot pod (helm test / job); a liveness probe has nothing to watch
 checkov.io/skip6: CKV_K8S_9=one-shot pod (helm test / job); nothing connects to it, so no readiness probe
 {{- end }}
+
+{{/* The Spark Connect server's names (connect.enabled): the SparkConnect resource (the
+     operator names its pod and Service `<this>-server`), its Spark conf ConfigMap and the
+     Secret holding the clients' token. */}}
+{{- define "logberg.connectName" -}}
+{{- printf "%s-connect" (include "logberg.fullname" .) | trunc 56 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "logberg.connectSecretName" -}}
+{{- default (printf "%s-token" (include "logberg.connectName" .)) .Values.connect.auth.existingSecret }}
+{{- end }}

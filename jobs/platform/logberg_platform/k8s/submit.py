@@ -332,6 +332,11 @@ def toolbox_exec(kube: Kube, pod: str, command: list[str], interactive: bool) ->
 def sql_piped(kube: Kube, pod: str, statements: str, out: IO[str], err: IO[str]) -> int:
     """Run SQL read from a pipe (`spark-sql -S -e`); returns spark-sql's exit code."""
     command = ["spark-sql", "-S", "--hiveconf", "hive.cli.print.header=true", "-e", statements]
+    return toolbox_piped(kube, pod, command, out, err)
+
+
+def toolbox_piped(kube: Kube, pod: str, command: list[str], out: IO[str], err: IO[str]) -> int:
+    """Run a command in the toolbox, its output streamed as it comes; its exit code."""
     ws = toolbox_exec(kube, pod, command, interactive=False)
     while ws.is_open():
         ws.update(timeout=1)

@@ -1,7 +1,8 @@
 """`logberg k8s`: logberg on a Kubernetes cluster (the local one, kind or EKS).
 
 The group's options name the cluster and namespace; each action is its own module:
-deploy, the jobs of a release (submit, status, logs, sql) and wait.
+deploy, the jobs of a release (submit, status, logs), query and sql (through the release's
+Spark Connect server when deployed, else its toolbox pod) and wait.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def target(a: argparse.Namespace) -> Kube:
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
-    from logberg_platform.cli.k8s import deploy, jobs, wait
+    from logberg_platform.cli.k8s import deploy, jobs, query, sql, wait
 
     p.add_argument(
         "--context",
@@ -48,6 +49,8 @@ def arguments(p: argparse.ArgumentParser) -> None:
     sub = actions(p)
     deploy.register(sub)
     jobs.register(sub)
+    query.register(sub)
+    sql.register(sub)
     wait.register(sub)
 
 

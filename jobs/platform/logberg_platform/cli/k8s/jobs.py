@@ -1,4 +1,4 @@
-"""The jobs of an installed release: `logberg k8s submit | status | logs | sql`."""
+"""The jobs of an installed release: `logberg k8s submit | status | logs`."""
 
 from __future__ import annotations
 
@@ -51,16 +51,6 @@ def logs(a: argparse.Namespace) -> int:
     return 0
 
 
-def sql(a: argparse.Namespace) -> int:
-    from logberg_platform.k8s import submit as k8s_submit
-
-    kube = target(a)
-    pod = k8s_submit.toolbox_pod(kube, a.release)
-    if sys.stdin.isatty() and sys.stdout.isatty():
-        return k8s_submit.sql_terminal(kube, pod)
-    return k8s_submit.sql_piped(kube, pod, sys.stdin.read(), sys.stdout, sys.stderr)
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "submit",
@@ -88,11 +78,3 @@ def register(sub: argparse._SubParsersAction) -> None:
     lg.add_argument("app")
     lg.add_argument("--executor", type=int, metavar="N", help="executor N's log instead")
     lg.add_argument("--follow", "-f", action="store_true")
-
-    q = action(
-        sub,
-        "sql",
-        sql,
-        "spark-sql in the release's toolbox pod: a terminal session, or SQL from stdin",
-    )
-    q.add_argument("--release", default="logberg")
