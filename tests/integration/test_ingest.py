@@ -359,3 +359,9 @@ def test_a_new_file_inside_a_compacted_files_bounds_lands_exactly(
         f"WHERE source_file IN ({in_list([*outer, inner])}) GROUP BY 1"
     ).collect()
     assert {r.source_file: r.n for r in got} == {outer[0]: 5, outer[1]: 7, inner: 3}
+    # That MERGE commit carries the batch's tag (a session conf, per client over Connect).
+    (last,) = spark.sql(
+        f"SELECT operation, summary['{commit.TAG}'] AS tag FROM nginx_logs.access_logs.snapshots "
+        "ORDER BY committed_at DESC LIMIT 1"
+    ).collect()
+    assert last.operation == "overwrite" and last.tag, last

@@ -9,12 +9,10 @@ parsed once per JVM, so the cost grows with distinct agents, not with lines.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from logberg.errors import ConfigError
+from logberg.pipeline import jar
 
 AGENT_UDF = "logberg_classify_agent"
 AGENT_CLASS = "dev.logberg.ClassifyAgent"
@@ -22,20 +20,8 @@ AGENT_CLASS = "dev.logberg.ClassifyAgent"
 
 def register(spark: SparkSession) -> None:
     """Make the JVM classifier callable as `AGENT_UDF` in this session, once (registering
-    again logs a warning). Asked of the session's function registry, not the catalog,
-    which would reach for the metastore."""
-    jvm: Any = spark.sparkContext._jvm  # py4j: untyped
-    session: Any = spark._jsparkSession
-    name = jvm.org.apache.spark.sql.catalyst.FunctionIdentifier.apply(AGENT_UDF)
-    if session.sessionState().functionRegistry().functionExists(name):
-        return
-    return_type = jvm.dev.logberg.ClassifyAgent.RETURN_TYPE
-    if not isinstance(return_type, str):  # py4j hands back a package for a missing class
-        raise ConfigError(
-            f"{AGENT_CLASS} is not on the Spark class path: run `make setup` (local), or use "
-            "the logberg Spark image (images/spark)"
-        )
-    spark.udf.registerJavaFunction(AGENT_UDF, AGENT_CLASS, return_type)
+    again logs a warning); a clear error when logberg's jar is not on the class path."""
+    jar.register_function(spark, AGENT_UDF, AGENT_CLASS)
 
 
 def _classes(agent: Column) -> Column:

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import Enum
-from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from logberg.errors import ConfigError
 from logberg.lakehouse.schema import ACCESS_LOGS, FORMAT_COLUMNS
+from logberg.pipeline import jar
 from logberg.pipeline.devices import classify_device
 from logberg.pipeline.weeks import iso_week
 
@@ -49,19 +48,12 @@ class RejectReason(str, Enum):
 def parser_return_type(spark: SparkSession) -> str:
     """ParseLine's result type (DDL); a clear error when logberg's jar is not on the class
     path (the UDF and the source `LINES_SOURCE` are in the same jar)."""
-    jvm: Any = spark.sparkContext._jvm  # py4j: untyped
-    return_type = jvm.dev.logberg.ParseLine.RETURN_TYPE
-    if not isinstance(return_type, str):  # py4j hands back a package for a missing class
-        raise ConfigError(
-            f"{PARSE_CLASS} is not on the Spark class path: run `make setup` (local), or use "
-            "the logberg Spark image (images/spark), which has it in /opt/spark/jars"
-        )
-    return return_type
+    return jar.static_value(spark, PARSE_CLASS, "returnType")
 
 
 def register(spark: SparkSession) -> None:
-    """Make the JVM line parser callable as `PARSE_UDF` in this session."""
-    spark.udf.registerJavaFunction(PARSE_UDF, PARSE_CLASS, parser_return_type(spark))
+    """Make the JVM line parser callable as `PARSE_UDF` in this session (once)."""
+    jar.register_function(spark, PARSE_UDF, PARSE_CLASS)
 
 
 def parse_lines(lines: DataFrame, value: str = "value") -> DataFrame:

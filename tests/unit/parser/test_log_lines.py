@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from logberg.pipeline.ingest.plan import list_inputs
-from logberg.pipeline.ingest.reader import RejectSink, read_parsed
+from logberg.pipeline.ingest.reader import REJECTS_SOURCE, RejectSink, read_parsed
 from logberg.pipeline.logformat import ClientRule, Reading, compile_format
 from logberg.pipeline.parse import DERIVED_COLUMNS, LINES_SOURCE, parse_lines, to_access_rows
 from tests.conftest import REPO
@@ -176,8 +176,12 @@ def _load(spark: SparkSession, **options: str) -> DataFrame:
 def test_a_missing_option_or_file_is_a_clear_error(spark, tmp_path: Path) -> None:
     with pytest.raises(Exception, match="set the option 'files'"):
         _load(spark).collect()
-    with pytest.raises(Exception, match="no RejectCollector registered with id nope"):
-        _load(spark, files=_uri(tmp_path / "x.log"), rejects="nope").collect()
+    with pytest.raises(Exception, match="the option 'rejects_budget' is a number"):
+        _load(spark, files=_uri(tmp_path / "x.log"), rejects="a", rejects_budget="many").collect()
+    with pytest.raises(Exception, match="set the option 'id'"):
+        spark.read.format(REJECTS_SOURCE).load().collect()
+    with pytest.raises(Exception, match="no rejects kept under id nope"):
+        spark.read.format(REJECTS_SOURCE).option("id", "nope").load().collect()
     with pytest.raises(Exception, match=r"missing\.log"):
         read_parsed(spark, [_uri(tmp_path / "missing.log")]).collect()
 

@@ -29,6 +29,8 @@ from logberg.pipeline.parse import to_rejects
 
 log = logging.getLogger(__name__)
 TAG = "logberg.commit"  # snapshot summary key: which batch made the commit
+# Iceberg's session conf prefix: snapshot properties of the session's SQL writes (MERGE).
+SNAPSHOT_PROPERTY = "spark.sql.iceberg.snapshot-property."
 FileRows = list[tuple[str, dt.date | None, int]]  # (source_file, date, rows)
 
 
@@ -100,17 +102,22 @@ def replace_rows(
     planned = sum(n for _, _, n in held)
     replaced = {f for f, _, _ in held}
     if mixed:
-        merge_rows(spark, table, rows, uris)
-        # A SQL commit takes no snapshot property: it is this process's newest commit.
-        mine = f"summary['spark.app.id'] = {sql.literal(spark.sparkContext.applicationId)}"
+        # A SQL commit takes its snapshot properties from the session's conf (this client's
+        # own, over Spark Connect): the tag marks it as this batch's, like the overwrite's.
+        key = f"{SNAPSHOT_PROPERTY}{TAG}"
+        spark.conf.set(key, tag)
+        try:
+            merge_rows(spark, table, rows, uris)
+        finally:
+            spark.conf.unset(key)
     else:
         rows.writeTo(qualified(spark, table)).option(f"snapshot-property.{TAG}", tag).overwrite(
             F.col("source_file").isin(list(uris))
         )
-        mine = f"summary[{sql.literal(TAG)}] = {sql.literal(tag)}"
     found = spark.sql(
         f"SELECT snapshot_id, summary['deleted-records'] AS deleted FROM {table}.snapshots "
-        f"WHERE {mine} ORDER BY committed_at DESC LIMIT 1"
+        f"WHERE summary[{sql.literal(TAG)}] = {sql.literal(tag)} "
+        "ORDER BY committed_at DESC LIMIT 1"
     ).collect()
     if not found:
         return Committed(None, frozenset(replaced))

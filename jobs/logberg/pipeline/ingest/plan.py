@@ -6,21 +6,23 @@ import datetime as dt
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from logberg.errors import ConfigError
 from logberg.lakehouse import sql
 from logberg.lakehouse.schema import LEDGER
+from logberg.pipeline import jar
 
 DT_RE = re.compile(r"/dt=(\d{4}-\d{2}-\d{2})/")
 MANIFESTS = "/_manifests/"  # the generator's ground truth, next to the logs
+FILE_URI = "dev.logberg.FileUri"  # of(path): Hadoop's new Path(path).toUri().toString()
 
 
 @dataclass(frozen=True)
 class InputFile:
-    uri: str  # the encoded URI (Hadoop's Path.toUri): the rows' source_file
+    uri: str  # the encoded URI (Hadoop's Path.toUri, by FILE_URI): the rows' source_file
     size: int
     modified: dt.datetime
 
@@ -46,21 +48,26 @@ def list_inputs(
     """Every .log/.gz file below the landing prefixes, sorted by URI."""
     from pyspark.errors import AnalysisException
 
+    jar.require(spark)  # FILE_URI is in it
+
     try:
         listing = (
             spark.read.format("binaryFile")
             .option("recursiveFileLookup", "true")
             .option("pathGlobFilter", "*.{log,gz}")
             .load(list(inputs))
-            .select("path", "length", "modificationTime")
+            .select(
+                "path",
+                F.reflect(F.lit(FILE_URI), F.lit("of"), F.col("path")).alias("uri"),
+                "length",
+                "modificationTime",
+            )
             .collect()
         )
     except AnalysisException as e:
         raise ConfigError(f"--input {list(inputs)}: {str(e).splitlines()[0]}") from None
-    jvm: Any = spark.sparkContext._jvm  # py4j: untyped
-    jvm_path = jvm.org.apache.hadoop.fs.Path
     files = [
-        InputFile(str(jvm_path(r.path).toUri().toString()), int(r.length), r.modificationTime)
+        InputFile(str(r.uri), int(r.length), r.modificationTime)
         for r in listing
         if wanted(r.path, since)
     ]

@@ -3,8 +3,8 @@ columns if asked, and rejected lines kept on the side (`RejectSink`)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
-from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -15,32 +15,42 @@ from logberg.pipeline.parse import LINES_SOURCE, parser_return_type
 # Rejected lines are kept while a batch is written, up to this many characters; beyond it
 # (a batch of mostly garbage) they are read from the files again.
 REJECT_BUDGET_CHARS = 32 << 20
+REJECTS_SOURCE = "dev.logberg.RejectLines"  # reads back what LogLines kept
 
 
 class RejectSink:
-    """Rejected lines kept while a batch is read (dev.logberg.RejectCollector), bounded.
+    """Rejected lines kept while a batch is read, bounded (dev.logberg.RejectCollector).
 
     `read_parsed(..., sink=...)` adds every line it rejects, with its source_file and
     line_number; `lines()` then gives them as a DataFrame with their count, or None when
     they passed `budget_chars` (the caller reads them from the files again).
-    """
 
-    VIEW = "logberg_batch_rejects"
+    Only data source options cross to the JVM (so it works over Spark Connect too): the
+    sink is an id, fresh per batch; the reader's scan opens the collector of that id on the
+    driver, and `lines()` reads it back through `REJECTS_SOURCE`, which releases it.
+    """
 
     def __init__(self, spark: SparkSession, budget_chars: int | None = None) -> None:
         self._spark = spark
-        jvm: Any = spark.sparkContext._jvm  # py4j: untyped
-        budget = REJECT_BUDGET_CHARS if budget_chars is None else budget_chars
-        self._jvm = jvm.dev.logberg.RejectCollector(budget)
-        self.id = str(self._jvm.register(spark._jsparkSession))
+        self.budget = REJECT_BUDGET_CHARS if budget_chars is None else budget_chars
+        self.id = uuid.uuid4().hex
+
+    def options(self) -> dict[str, str]:
+        """The reader's options that send its rejected lines here."""
+        return {"rejects": self.id, "rejects_budget": str(self.budget)}
 
     def lines(self) -> tuple[DataFrame, int] | None:
-        """(source_file, line_number, value, reject_reason of each line kept; their count),
-        or None if over budget."""
-        if self._jvm.overflowed():
+        """(source_file, line_number, value, reject_reason, raw_bytes of each line kept,
+        one row per line; their count), or None if over budget. Call it once, after the
+        reads: the collector is released; the rows stay in a local checkpoint."""
+        status = self._read("status").first()
+        if status is None or not status.kept:
             return None
-        n = int(self._jvm.publish(self._spark._jsparkSession, self.VIEW))
-        return self._spark.table(self.VIEW), n
+        return self._read("rows").localCheckpoint(), int(status.lines)
+
+    def _read(self, what: str) -> DataFrame:
+        source = self._spark.read.format(REJECTS_SOURCE)
+        return source.option("id", self.id).option("read", what).load()
 
 
 def read_parsed(
@@ -66,7 +76,7 @@ def read_parsed(
     reader = spark.read.format(LINES_SOURCE).option("files", "\n".join(uris))
     reader = reader.options(**(reading or Reading()).options())
     if sink is not None:
-        reader = reader.option("rejects", sink.id)
+        reader = reader.options(**sink.options())
     if derived:
         reader = reader.option("derived", "true")
     return reader.load()

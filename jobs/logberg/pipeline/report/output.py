@@ -10,8 +10,10 @@ from urllib.parse import urlparse
 from pyspark.sql import SparkSession
 
 from logberg.errors import ConfigError
+from logberg.pipeline import jar
 
 NAME = "logberg-report.html"
+OBJECT_SINK = "dev.logberg.WholeObject"  # writes one row's bytes as one object
 
 
 def default_output(warehouse: str) -> str:
@@ -43,13 +45,9 @@ def write(spark: SparkSession, uri: str, text: str) -> int:
         tmp.write_bytes(body)
         os.replace(tmp, path)
         return len(body)
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None  # a live session has its gateway
-    target = jvm.org.apache.hadoop.fs.Path(uri)
-    conf = spark.sparkContext._jsc.hadoopConfiguration()
-    stream = target.getFileSystem(conf).create(target, True)
-    try:
-        stream.write(bytearray(body))
-    finally:
-        stream.close()
+    # A data source of logberg's jar writes it from a task, with the session's Hadoop
+    # configuration and credentials (over Spark Connect too: no py4j).
+    jar.require(spark)  # the jar is there, or a clear error
+    frame = spark.createDataFrame([(bytearray(body),)], "value BINARY")
+    frame.write.format(OBJECT_SINK).mode("append").save(uri)
     return len(body)

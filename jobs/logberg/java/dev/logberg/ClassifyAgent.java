@@ -14,6 +14,14 @@ public final class ClassifyAgent implements UDF1<String, Row> {
 
   public static final String RETURN_TYPE = "struct<device_type:string,browser:string,os:string>";
 
+  /**
+   * {@link #RETURN_TYPE}, for SQL: {@code reflect('dev.logberg.ClassifyAgent', 'returnType')}
+   * (a static field is out of SQL's reach; Spark Connect has no other way into the JVM).
+   */
+  public static String returnType() {
+    return RETURN_TYPE;
+  }
+
   @Override
   public Row call(String agent) {
     final Agents.Classes c = Agents.classify(agent);

@@ -2,8 +2,6 @@ package dev.logberg;
 
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.ObjectInputStream;
-import java.io.ObjectOutputStream;
 import java.io.Serializable;
 import java.net.URI;
 import java.net.URISyntaxException;
@@ -57,8 +55,10 @@ import org.apache.spark.unsafe.types.UTF8String;
  * ParseLine#RETURN_TYPE}, the same values that UDF gives for the same line. The bytes go
  * straight from the file's buffer into Spark's rows: no String per line, no row conversion.
  *
- * <p>With the option {@code rejects} (the id of a registered {@link RejectCollector}), every
- * rejected line is also added to that collector. With {@code derived=true}, the rows end with
+ * <p>With the option {@code rejects} (an id the caller makes, unique per batch), every rejected
+ * line is also added to the {@link RejectCollector} of that id, which planning the scan opens
+ * on the driver (bounded by the option {@code rejects_budget}, in characters); {@link
+ * RejectLines} reads it back. With {@code derived=true}, the rows end with
  * the {@link Derived} columns (event id, calendar fields, status class, device classes),
  * null on rejected lines.
  */
@@ -96,6 +96,19 @@ public final class LogLines implements TableProvider {
     final boolean derived = derived(options);
     if (format == null) return schema(fieldCount(options), new String[0], derived);
     return schema(Field.values().length, new LogFormat(format).extras, derived);
+  }
+
+  /** The option {@code rejects_budget}: characters a collector keeps (default: its own). */
+  private static long budget(String option) {
+    if (option == null) return RejectCollector.DEFAULT_BUDGET_CHARS;
+    try {
+      return Long.parseLong(option.trim());
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(
+          "dev.logberg.LogLines: the option 'rejects_budget' is a number of characters, not '"
+              + option
+              + "'");
+    }
   }
 
   /** The option {@code derived=true}: the rows carry the {@link Derived} columns too. */
@@ -149,6 +162,7 @@ public final class LogLines implements TableProvider {
       }
       final String[] uris = files.split("\n");
       final String rejects = options.get("rejects");
+      final long budget = budget(options.get("rejects_budget"));
       final String format = options.get("format");
       final String client = options.get("client");
       final Settings settings =
@@ -159,7 +173,10 @@ public final class LogLines implements TableProvider {
       final StructType schema = this.schema;
       return () ->
           new LinesScan(
-              uris, rejects == null ? null : RejectCollector.lookup(rejects), settings, schema);
+              uris,
+              rejects == null ? null : RejectCollector.open(rejects, budget),
+              settings,
+              schema);
     }
   }
 
@@ -228,27 +245,6 @@ public final class LogLines implements TableProvider {
 
     FilePart(String uri) {
       this.uri = uri;
-    }
-  }
-
-  /** A Hadoop Configuration that travels with the tasks (it is Writable, not Serializable). */
-  private static final class HadoopConf implements Serializable {
-    private static final long serialVersionUID = 1L;
-    transient Configuration conf;
-
-    HadoopConf(Configuration conf) {
-      this.conf = conf;
-    }
-
-    private void writeObject(ObjectOutputStream out) throws IOException {
-      out.defaultWriteObject();
-      conf.write(out);
-    }
-
-    private void readObject(ObjectInputStream in) throws IOException, ClassNotFoundException {
-      in.defaultReadObject();
-      conf = new Configuration(false);
-      conf.readFields(in);
     }
   }
 

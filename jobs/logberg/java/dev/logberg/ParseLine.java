@@ -19,6 +19,14 @@ public final class ParseLine implements UDF1<String, Row> {
   /** The UDF's return type, as Spark DDL: every {@link Field}, in order. */
   public static final String RETURN_TYPE = Field.structDdl();
 
+  /**
+   * {@link #RETURN_TYPE}, for SQL: {@code reflect('dev.logberg.ParseLine', 'returnType')} (a static
+   * field is out of SQL's reach; Spark Connect has no other way into the JVM).
+   */
+  public static String returnType() {
+    return RETURN_TYPE;
+  }
+
   @Override
   public Row call(String line) {
     if (line == null) {

@@ -1,37 +1,60 @@
 package dev.logberg;
 
-import java.lang.ref.WeakReference;
 import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
-import org.apache.spark.sql.Dataset;
+import org.apache.spark.SparkContext;
 import org.apache.spark.sql.Row;
-import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.types.StructType;
 import org.apache.spark.util.AccumulatorV2;
 
 /**
  * The rejected lines of one ingest batch, gathered by {@link LogLines} while the batch is read
  * and written, so that they need no second read of the files.
  *
- * <p>An accumulator, so it is bounded: once the raw lines it holds pass {@code budgetChars}
- * it stops keeping lines and says so ({@link #overflowed()}); the job then reads the rejects
- * again from the files, as before. Spark may apply a task's updates more than once (a retried
- * stage), so {@link #publish} keeps one row per (file, line).
+ * <p>An accumulator, so it is bounded: once the raw lines it holds pass its budget (in
+ * characters) it stops keeping lines and says so; the job then reads the rejects again from
+ * the files, as before. Spark may apply a task's updates more than once (a retried stage), so
+ * the lines are read back with one row per (file, line).
+ *
+ * <p>Its whole life is on the driver (in the Spark Connect server, when jobs run over Connect)
+ * and reached by data source options only: the caller makes an id per batch and passes it as
+ * {@link LogLines}' option {@code rejects}; planning that scan {@link #open}s the collector of
+ * that id; {@link RejectLines} reads its status and its rows, which releases it. Collectors
+ * that are never read back do not stay: at most {@link #MAX_OPEN} are open, each at most
+ * {@link #MAX_AGE_NANOS}; the oldest go first (a status read then says "not kept", and the
+ * caller reads the files again).
  */
 public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
   private static final long serialVersionUID = 1L;
 
-  /** The rows {@link #publish} makes visible. */
+  /** The rows {@link RejectLines} gives. */
   public static final String SCHEMA =
       "source_file STRING, line_number BIGINT, value STRING, reject_reason STRING, "
           + "raw_bytes BINARY";
 
-  /** Registered collectors by id, for {@link LogLines}' option {@code rejects}. */
-  private static final Map<String, WeakReference<RejectCollector>> REGISTERED =
-      new ConcurrentHashMap<>();
+  /** The budget of a collector whose scan names none (option {@code rejects_budget}). */
+  public static final long DEFAULT_BUDGET_CHARS = 32L << 20;
+
+  /** How many collectors may be open at once (batches of concurrent clients). */
+  static final int MAX_OPEN = 16;
+
+  /** How long a collector stays open, unread (an ingest batch reads it back in minutes). */
+  static final long MAX_AGE_NANOS = 6L * 3600 * 1_000_000_000L;
+
+  /** Open collectors by id, oldest first; guarded by itself. */
+  private static final LinkedHashMap<String, Opened> OPEN = new LinkedHashMap<>();
+
+  private static final class Opened {
+    final RejectCollector collector;
+    final long openedAt;
+
+    Opened(RejectCollector collector, long openedAt) {
+      this.collector = collector;
+      this.openedAt = openedAt;
+    }
+  }
 
   private final long budgetChars;
   private ArrayList<Row> rows = new ArrayList<>();
@@ -81,7 +104,7 @@ public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
   }
 
   @Override
-  public void merge(AccumulatorV2<Row, List<Row>> other) {
+  public synchronized void merge(AccumulatorV2<Row, List<Row>> other) {
     final RejectCollector o = (RejectCollector) other;
     if (o.overflowed) {
       overflowed = true;
@@ -97,45 +120,90 @@ public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
     return rows;
   }
 
-  public boolean overflowed() {
+  public synchronized boolean overflowed() {
     return overflowed;
   }
 
-  /**
-   * The collected lines, one row per (source_file, line_number), as the temp view {@code view};
-   * returns how many rows it holds.
-   */
-  public long publish(SparkSession spark, String view) {
+  /** The collected lines, one row per (source_file, line_number), in the order added. */
+  synchronized List<Row> unique() {
     final Map<List<Object>, Row> unique = new LinkedHashMap<>();
     for (Row r : rows) unique.putIfAbsent(List.of(r.get(0), r.get(1)), r);
-    final Dataset<Row> frame =
-        spark.createDataFrame(new ArrayList<>(unique.values()), StructType.fromDDL(SCHEMA));
-    frame.createOrReplaceTempView(view);
-    return unique.size();
+    return new ArrayList<>(unique.values());
   }
 
   /**
-   * Register this collector with Spark (once) and return its id: {@link LogLines} adds the
-   * lines it rejects here when its option {@code rejects} is that id.
+   * The collector of this id, opened (and registered with Spark) by the first scan that names
+   * it; on the driver, where scans are planned. Also closes what is too old or too many.
    */
-  public String register(SparkSession spark) {
-    if (!isRegistered()) {
+  static RejectCollector open(String id, long budgetChars) {
+    if (id.isBlank()) {
+      throw new IllegalArgumentException("dev.logberg.LogLines: the option 'rejects' is empty");
+    }
+    if (budgetChars < 0) {
+      throw new IllegalArgumentException(
+          "dev.logberg.LogLines: the option 'rejects_budget' is negative: " + budgetChars);
+    }
+    synchronized (OPEN) {
+      final long now = System.nanoTime();
+      final Opened found = OPEN.get(id);
+      if (found != null) return found.collector;
+      final Iterator<Opened> oldest = OPEN.values().iterator();
+      while (oldest.hasNext()) {
+        final Opened o = oldest.next();
+        if (OPEN.size() < MAX_OPEN && now - o.openedAt <= MAX_AGE_NANOS) break;
+        oldest.remove();
+      }
+      final RejectCollector c = new RejectCollector(budgetChars);
       // Unnamed: Spark reports a named accumulator's value to its listeners after every
       // task (as text, for the UI), which for thousands of lines costs more than keeping them.
-      spark.sparkContext().register(this);
-      REGISTERED.values().removeIf(ref -> ref.get() == null);
-      REGISTERED.put(String.valueOf(id()), new WeakReference<>(this));
+      SparkContext.getOrCreate().register(c);
+      OPEN.put(id, new Opened(c, now));
+      return c;
     }
-    return String.valueOf(id());
   }
 
-  /** The registered collector with this id (on the driver, where scans are planned). */
-  static RejectCollector lookup(String id) {
-    final WeakReference<RejectCollector> ref = REGISTERED.get(id);
-    final RejectCollector found = ref == null ? null : ref.get();
-    if (found == null) {
-      throw new IllegalArgumentException("no RejectCollector registered with id " + id);
+  /**
+   * Whether the collector of this id holds every line it was given, and how many distinct
+   * lines: (false, 0) when it overflowed (then it is released: nothing is left to read) or
+   * when no collector has this id (never opened, read already, or closed as too old).
+   */
+  static Object[] status(String id) {
+    final RejectCollector c;
+    synchronized (OPEN) {
+      final Opened found = OPEN.get(id);
+      if (found == null) return new Object[] {false, 0L};
+      c = found.collector;
+      if (c.overflowed()) {
+        OPEN.remove(id);
+        return new Object[] {false, 0L};
+      }
     }
-    return found;
+    return new Object[] {true, (long) c.unique().size()};
+  }
+
+  /** The lines of this id's collector, one row per (file, line); releases the collector. */
+  static List<Row> take(String id) {
+    final Opened found;
+    synchronized (OPEN) {
+      found = OPEN.remove(id);
+    }
+    if (found == null) {
+      throw new IllegalArgumentException(
+          "dev.logberg.RejectLines: no rejects kept under id "
+              + id
+              + " (read already, or closed as too old)");
+    }
+    if (found.collector.overflowed()) {
+      throw new IllegalArgumentException(
+          "dev.logberg.RejectLines: the rejects of id " + id + " passed their budget");
+    }
+    return found.collector.unique();
+  }
+
+  /** How many collectors are open (for tests). */
+  public static int openCount() {
+    synchronized (OPEN) {
+      return OPEN.size();
+    }
   }
 }
