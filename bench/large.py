@@ -97,7 +97,7 @@ def main(res: dict[str, Any]) -> BaseException | None:
     t0 = time.perf_counter()
     ds = datasets.ensure(sp, DATA / "datasets" / "large")
     log(
-        f"large: {ds.lines:,} lines, {ds.bytes / 1e9:.1f} GB, "
+        f"large: {ds.lines:,} lines, {ds.bytes / 1e6:,.0f} MB, "
         + ("cached" if ds.generated_s is None else f"generated in {time.perf_counter() - t0:.0f}s")
     )
     res["lines"] = ds.lines
