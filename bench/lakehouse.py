@@ -1,5 +1,10 @@
 """The bench's private LOGBERG_HOME (bench/data/home) with its own metastore on a free port,
-a helper SparkSession for resets and count checks, and `logberg` child processes."""
+a helper SparkSession for resets and count checks, and `logberg` child processes.
+
+Every measured command gets LOGBERG_SPARK_MODE explicitly: `in-process` (the cold figures:
+each command starts its own Spark) unless a section asks for `connect` (the warm figures:
+the command is a client of this home's Spark Connect server, which only the warm sections
+start, on a free port, and stop)."""
 
 from __future__ import annotations
 
@@ -24,7 +29,12 @@ PASS_THROUGH = {
     "LOGBERG_SPARK_MASTER",
     "LOGBERG_DRIVER_MEMORY",
     "LOGBERG_SHUFFLE_PARTITIONS",
+    "LOGBERG_CONNECT_MEMORY",
 }
+IN_PROCESS = "in-process"
+CONNECT = "connect"
+# What a command logs (stderr) about the Spark it ran on (logberg.lakehouse.connect).
+MODE_LOG = {IN_PROCESS: "spark: in-process", CONNECT: ", the Spark Connect server (pid "}
 
 INGEST_RE = re.compile(
     r"ingest \S+: files=(?P<files>\d+) .*?lines_read=(?P<lines>\d+) accepted=(?P<accepted>\d+) "
@@ -72,14 +82,23 @@ class Lakehouse:
         self.env = {
             k: v for k, v in os.environ.items() if not k.startswith("LOGBERG_") or k in PASS_THROUGH
         }
-        self.env.update({"LOGBERG_HOME": str(self.home), "LOGBERG_METASTORE_PORT": str(self.port)})
+        self.connect_port = free_port()
+        self.env.update(
+            {
+                "LOGBERG_HOME": str(self.home),
+                "LOGBERG_METASTORE_PORT": str(self.port),
+                "LOGBERG_CONNECT_PORT": str(self.connect_port),
+                "LOGBERG_SPARK_MODE": IN_PROCESS,
+            }
+        )
         self._spark: Any = None
         self.settings: Any = None
 
     # ---- lifecycle --------------------------------------------------------------------
 
     def up(self) -> float:
-        """Start the metastore (after stopping one a crashed run left); returns seconds."""
+        """Start the metastore, without the Spark Connect server (after stopping what a
+        crashed run left); returns seconds."""
         for k in [k for k in os.environ if k.startswith("LOGBERG_") and k not in PASS_THROUGH]:
             del os.environ[k]
         os.environ.update(self.env)
@@ -89,10 +108,36 @@ class Lakehouse:
         self.settings = LocalSettings.from_env()
         local.down(self.settings)  # only what runs under this home, by its pid file
         t0 = time.perf_counter()
-        local.up(self.settings)
+        local.up(self.settings, with_connect=False)
         return time.perf_counter() - t0
 
+    def connect_up(self) -> float:
+        """Start this home's Spark Connect server (ready: a real query answered); seconds."""
+        from logberg_platform import connect_server, local
+
+        cfg = local.lakehouse_config(self.settings)
+        t0 = time.perf_counter()
+        connect_server.start(self.settings, cfg, local.spark_runtime(self.settings, cfg))
+        return time.perf_counter() - t0
+
+    def connect_pid(self) -> int | None:
+        from logberg_platform import connect_server
+
+        return connect_server.service(self.settings).pid()
+
+    def connect_down(self) -> dict[str, float | None]:
+        """Stop the server; first its peak memory (VmHWM over its process tree) and RSS."""
+        from logberg_platform import connect_server
+
+        pid = self.connect_pid()
+        none: dict[str, float | None] = {"rss_mb": None, "hwm_mb": None}
+        mem = measure.tree_memory_mb(pid) if pid else none
+        connect_server.stop(self.settings)
+        return mem
+
     def down(self) -> None:
+        """Stop the helper session, the Spark Connect server (if a section left it) and the
+        metastore."""
         from logberg_platform import local
 
         if self._spark is not None:
@@ -136,23 +181,41 @@ class Lakehouse:
 
     # ---- the measured commands --------------------------------------------------------
 
-    def logberg(self, *args: str, env: dict[str, str] | None = None) -> measure.ProcResult:
-        """`logberg ARGS`; `env` instead of this home's (e.g. another checkout's PYTHONPATH)."""
-        return measure.run([LOGBERG, *args], env=env or self.env, cwd=REPO)
+    def logberg(
+        self, *args: str, env: dict[str, str] | None = None, mode: str = IN_PROCESS
+    ) -> measure.ProcResult:
+        """`logberg ARGS` with LOGBERG_SPARK_MODE=`mode`; `env` instead of this home's (e.g.
+        another checkout's PYTHONPATH)."""
+        return measure.run(
+            [LOGBERG, *args], env={**(env or self.env), "LOGBERG_SPARK_MODE": mode}, cwd=REPO
+        )
+
+    def spark_command(self, what: str, *args: str, mode: str = IN_PROCESS) -> measure.ProcResult:
+        """A command that must succeed on the Spark `mode` names (checked in its log)."""
+        r = self.logberg(*args, mode=mode).check(what)
+        if MODE_LOG[mode] not in r.stderr:
+            tail = "\n".join(r.stderr.splitlines()[-10:])
+            raise RuntimeError(f"{what}: no sign in its log that it ran {mode}:\n{tail}")
+        return r
 
     def ingest(
-        self, uri: str, *extra: str, env: dict[str, str] | None = None
+        self, uri: str, *extra: str, env: dict[str, str] | None = None, mode: str = IN_PROCESS
     ) -> tuple[measure.ProcResult, dict[str, float]]:
-        r = self.logberg("ingest", "--input", uri, *extra, env=env).check("logberg ingest")
+        if env is not None:  # another checkout's code: it may not log its mode
+            r = self.logberg("ingest", "--input", uri, *extra, env=env).check("logberg ingest")
+        else:
+            r = self.spark_command("logberg ingest", "ingest", "--input", uri, *extra, mode=mode)
         return r, ingest_summary(r.stdout)
 
-    def analytics(self) -> tuple[measure.ProcResult, dict[str, Any]]:
-        r = self.logberg("analytics").check("logberg analytics")
+    def analytics(self, mode: str = IN_PROCESS) -> tuple[measure.ProcResult, dict[str, Any]]:
+        r = self.spark_command("logberg analytics", "analytics", mode=mode)
         return r, analytics_summary(r.stdout)
 
-    def run(self, uri: str) -> tuple[measure.ProcResult, dict[str, float], dict[str, Any]]:
+    def run(
+        self, uri: str, mode: str = IN_PROCESS
+    ) -> tuple[measure.ProcResult, dict[str, float], dict[str, Any]]:
         """`logberg run`: ingest, then analytics, in one process and session."""
-        r = self.logberg("run", "--input", uri).check("logberg run")
+        r = self.spark_command("logberg run", "run", "--input", uri, mode=mode)
         return r, ingest_summary(r.stdout), analytics_summary(r.stdout)
 
     def report(self, output: Path) -> tuple[measure.ProcResult, dict[str, float]]:

@@ -69,6 +69,15 @@ def _mem_kb(pid: int) -> tuple[int, int]:
     return rss, hwm
 
 
+def tree_memory_mb(pid: int) -> dict[str, float | None]:
+    """A running process tree's summed VmRSS and its highest VmHWM (its peak so far), MB."""
+    mems = [_mem_kb(p) for p in tree(pid)]
+    return {
+        "rss_mb": round(sum(r for r, _ in mems) / 1024, 1),
+        "hwm_mb": round(max((h for _, h in mems), default=0) / 1024, 1),
+    }
+
+
 class TreeMemory:
     """Polls /proc for a process and its descendants until stopped."""
 

@@ -9,16 +9,17 @@ import platform
 import resource
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from bench import config, datasets, gold, measure
+from bench import config, datasets, gold, measure, warm
+from bench.baselines import bench_duckdb, duckdb_analytics
 from bench.config import DATA, REPEATS, SIZES, SKIP
 from bench.datasets import Dataset, Spec
 from bench.lakehouse import Lakehouse
 from bench.shared import (
+    FLOOR_SQL,
     CorrectnessError,
     check_ingest,
     check_tables,
@@ -131,85 +132,6 @@ def bench_generator() -> dict[str, Any]:
         },
         "lines_per_s_per_core_before_faker": before,
         "vs_before_faker": round(now / before, 3) if now and before else None,
-    }
-
-
-def bench_duckdb(ds: Dataset, analytics: bool = False) -> dict[str, Any]:
-    out_dir = DATA / "duckdb-out" / ds.spec.name
-    runs = []
-    for i in range(REPEATS):
-        r = measure.run(
-            [
-                sys.executable,
-                str(REPO / "bench" / "duckdb_ingest.py"),
-                "--input",
-                str(ds.landing),
-                "--output",
-                str(out_dir),
-            ],
-            cwd=REPO,
-        ).check("duckdb_ingest")
-        summary = json.loads(r.stdout.strip().splitlines()[-1])
-        if (summary["kept"], summary["rejected"]) != (ds.valid, ds.malformed):
-            raise CorrectnessError(
-                f"duckdb baseline on {ds.spec.name}: kept/rejected {summary['kept']}/"
-                f"{summary['rejected']} != manifest valid/malformed {ds.valid}/{ds.malformed}"
-            )
-        run = {
-            "wall_s": round(r.wall_s, 3),
-            "in_process_s": summary["seconds"],
-            "parse_write_s": summary["parse_write_s"],
-            "kept": summary["kept"],
-            "rejected": summary["rejected"],
-            "peak_rss_mb": r.peak_tree_rss_mb,
-        }
-        if analytics:  # file -> gold tables: the analytics script over what ingest wrote
-            a = duckdb_analytics(["--input", str(out_dir)], DATA / "duckdb-gold" / ds.spec.name)
-            run |= {
-                "analytics_wall_s": a["wall_s"],
-                "analytics_peak_rss_mb": a["peak_rss_mb"],
-                "file_to_gold_s": round(run["wall_s"] + a["wall_s"], 3),
-            }
-        runs.append(run)
-        log(
-            f"duckdb {ds.spec.name} {i + 1}/{REPEATS}: {r.wall_s:.1f}s whole process "
-            f"({summary['seconds']:.1f}s in process), peak {r.peak_tree_rss_mb:.0f} MB"
-            + (f"; analytics {run['analytics_wall_s']:.1f}s" if analytics else "")
-        )
-    wall = median([r["wall_s"] for r in runs])
-    return {
-        "runs": runs,
-        "wall_s": wall,
-        "in_process_s": median([r["in_process_s"] for r in runs]),
-        "lines_per_s": rate(ds.lines, wall),
-        "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
-        "file_to_gold_s": median([r["file_to_gold_s"] for r in runs if analytics]),
-        "file_to_gold_peak_rss_mb": max(
-            (max(r["peak_rss_mb"], r["analytics_peak_rss_mb"]) for r in runs if analytics),
-            default=None,
-        ),
-    }
-
-
-def duckdb_analytics(source: list[str], out_dir: Path) -> dict[str, Any]:
-    """One whole-process run of bench/duckdb_analytics.py."""
-    r = measure.run(
-        [
-            sys.executable,
-            str(REPO / "bench" / "duckdb_analytics.py"),
-            *source,
-            "--output",
-            str(out_dir),
-        ],
-        cwd=REPO,
-    ).check("duckdb_analytics")
-    summary = json.loads(r.stdout.strip().splitlines()[-1])
-    return {
-        "wall_s": round(r.wall_s, 3),
-        "in_process_s": summary["seconds"],
-        "peak_rss_mb": r.peak_tree_rss_mb,
-        "rows": summary["rows"],
-        "out": out_dir,
     }
 
 
@@ -394,9 +316,6 @@ def bench_run(lh: Lakehouse, ds: Dataset) -> dict[str, Any]:
     }
 
 
-FLOOR_SQL = "SELECT count(*) FROM nginx_logs.analytics_runs"
-
-
 def bench_floor(lh: Lakehouse) -> dict[str, Any]:
     """The least any logberg Spark command costs here: `logberg query` of the few-row
     analytics_runs table (Python and JVM start, the session, the metastore's first call,
@@ -555,6 +474,7 @@ def table(res: dict[str, Any]) -> str:
         ),
         ("report s (whole process, the 5M week's HTML)", f(res.get("report_s"), "{:.1f}")),
         ("report time vs analytics (bar: < 1.5)", f(res.get("report_vs_analytics"), "{:.2f}")),
+        *warm.table_rows(res),
         ("file -> gold s: logberg (ingest + analytics)", f(res["file_to_gold_s"], "{:.1f}")),
         ("file -> gold s: duckdb (ingest + analytics)", f(res["duckdb_file_to_gold_s"], "{:.1f}")),
         (
@@ -655,6 +575,10 @@ def main() -> int:
         "machine": machine_info(),
     }
     log(f"scale={config.SCALE} repeats={REPEATS} gzip={config.GZIP} skip={sorted(SKIP) or '-'}")
+    if config.LARGE:  # the large dataset alone (bench/large.py)
+        from bench import large
+
+        return finish(res, large.main(res), large.table(res), started)
     sp = specs()
     log("datasets: generating what is not cached under bench/data/datasets ...")
     ds = prepare(sp)
@@ -676,10 +600,11 @@ def main() -> int:
     res["formats"] = None
     res["incremental"] = None
     res["streaming"] = None
+    res["warm"] = None
     lh = Lakehouse()
     failed: BaseException | None = None
     try:
-        if not {"ingest", "incremental", "streaming", "formats"} <= SKIP:
+        if not {"ingest", "warm", "incremental", "streaming", "formats"} <= SKIP:
             took = lh.up()
             log(f"metastore up on port {lh.port} ({took:.1f}s), home {lh.home}")
             if "streaming" not in SKIP and lh.has_follow():
@@ -691,6 +616,8 @@ def main() -> int:
                 # analytics is timed after the 5M ingest only (the time budget of `make bench`)
                 for key in ("lines_1m", "lines_5m"):
                     res["logberg"][key] = bench_ingest(lh, ds[key], analytics=key == "lines_5m")
+            if "warm" not in SKIP:  # the Spark Connect server runs in this section only
+                res["warm"] = warm.bench_warm(lh, ds["lines_5m"])
             if "incremental" not in SKIP:
                 res["incremental"] = bench_incremental(lh, ds["base_30d"], ds["days"])
             if "formats" not in SKIP:
@@ -775,6 +702,11 @@ def main() -> int:
             else res["streaming"]["note"],
         }
     )
+    res.update(warm.summary(res["warm"], d5, main_ds.lines))
+    if failed is None and res["warm_errors"]:
+        failed = RuntimeError(
+            f"warm: commands failed on the Spark Connect server: {res['warm_errors']}"
+        )
     res["per_dataset"] = {
         key: {
             "lines": ds[key].lines,
@@ -786,6 +718,11 @@ def main() -> int:
         }
         for key in ("lines_1m", "lines_5m")
     }
+    return finish(res, failed, table(res), started)
+
+
+def finish(res: dict[str, Any], failed: BaseException | None, text: str, started: float) -> int:
+    """Write latest.json (partial, `"ok": false`, after a failure) and print the table."""
     res["machine"]["loadavg_end"] = os.getloadavg()
     res["total_s"] = round(time.perf_counter() - started, 1)
     res["ok"] = failed is None
@@ -793,12 +730,12 @@ def main() -> int:
         res["error"] = f"{type(failed).__name__}: {failed}"
     config.RESULTS.parent.mkdir(parents=True, exist_ok=True)
     config.RESULTS.write_text(json.dumps(res, indent=2, default=str) + "\n")
+    print()
+    print(text)
+    print()
     if failed is not None:
         log(f"FAILED: {res['error']}")
         log(f"partial results in {config.RESULTS}")
         return 1
-    print()
-    print(table(res))
-    print()
     log(f"wrote {config.RESULTS} in {res['total_s']:.0f}s")
     return 0

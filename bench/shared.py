@@ -8,6 +8,9 @@ import time
 
 from bench.lakehouse import Lakehouse
 
+# The floor: `logberg query` of the few-row table every analytics run appends to.
+FLOOR_SQL = "SELECT count(*) FROM nginx_logs.analytics_runs"
+
 
 class CorrectnessError(RuntimeError):
     pass
