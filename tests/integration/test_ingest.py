@@ -364,4 +364,4 @@ def test_a_new_file_inside_a_compacted_files_bounds_lands_exactly(
         f"SELECT operation, summary['{commit.TAG}'] AS tag FROM nginx_logs.access_logs.snapshots "
         "ORDER BY committed_at DESC LIMIT 1"
     ).collect()
-    assert last.operation == "overwrite" and last.tag, last
+    assert last.operation == "append" and last.tag, last  # a MERGE that only inserts

@@ -132,25 +132,36 @@ def merge_rows(spark: SparkSession, table: Table, rows: DataFrame, uris: Sequenc
     per old row of these files; only tombstones match (and delete), only new rows insert.
     The ON clause's equality on source_file lets Iceberg read and rewrite only the data
     files that may hold these files (runtime filtering): no NOT MATCHED BY SOURCE clause,
-    which would rewrite the whole table."""
+    which would rewrite the whole table.
+
+    Built as a DataFrame (`mergeInto`), not SQL over a temp view: the rows' observed
+    metrics (ingest's counts) then come back over Spark Connect too, which reports only
+    the observations of the plan it was sent."""
     target = qualified(spark, table)
-    cols = ", ".join(sql.identifier(c) for c in rows.columns)  # the table's, and its extras
-    values = ", ".join(f"s.{sql.identifier(c)}" for c in rows.columns)
-    rows.createOrReplaceTempView("logberg_batch_rows")
-    try:
-        spark.sql(
-            f"""MERGE INTO {target} t USING (
-                SELECT {cols}, false AS _old FROM logberg_batch_rows
-                UNION ALL
-                SELECT {cols}, true AS _old FROM {target}
-                WHERE source_file IN ({sql.literals(uris)})
-            ) s
-            ON s._old AND t.source_file = s.source_file AND t.line_number = s.line_number
-            WHEN MATCHED THEN DELETE
-            WHEN NOT MATCHED AND NOT s._old THEN INSERT ({cols}) VALUES ({values})"""
-        )
-    finally:
-        spark.catalog.dropTempView("logberg_batch_rows")
+    cols = [F.col(sql.identifier(c)) for c in rows.columns]  # the table's, and its extras
+    old = spark.table(target).where(F.col("source_file").isin(list(uris)))
+    source = rows.select(*cols, F.lit(False).alias("_old")).unionByName(
+        old.select(*cols, F.lit(True).alias("_old"))
+    )
+    t, s = f"{table.name}", "_s"
+
+    def col(alias: str, name: str) -> Column:
+        return F.col(f"{alias}.{sql.identifier(name)}")
+
+    on = (
+        col(s, "_old")
+        & (col(t, "source_file") == col(s, "source_file"))
+        & (col(t, "line_number") == col(s, "line_number"))
+    )
+    (
+        source.alias(s)
+        .mergeInto(target, on)
+        .whenMatched()
+        .delete()
+        .whenNotMatched(~col(s, "_old"))
+        .insert({sql.identifier(c): col(s, c) for c in rows.columns})
+        .merge()
+    )
 
 
 def deleted_sources(

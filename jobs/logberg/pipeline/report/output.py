@@ -8,6 +8,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from logberg.errors import ConfigError
 from logberg.pipeline import jar
@@ -48,6 +49,7 @@ def write(spark: SparkSession, uri: str, text: str) -> int:
     # A data source of logberg's jar writes it from a task, with the session's Hadoop
     # configuration and credentials (over Spark Connect too: no py4j).
     jar.require(spark)  # the jar is there, or a clear error
-    frame = spark.createDataFrame([(bytearray(body),)], "value BINARY")
+    # One row in one partition, as a literal (createDataFrame would start a Python worker).
+    frame = spark.range(0, 1, 1, 1).select(F.lit(bytearray(body)).alias("value"))
     frame.write.format(OBJECT_SINK).mode("append").save(uri)
     return len(body)
