@@ -201,11 +201,27 @@ def _ancestors() -> set[int]:
 
 
 def _exists(pid: int) -> bool:
+    """The process runs: not gone, and not a zombie. A multi-threaded process (a JVM)
+    whose main thread has exited shows as a zombie while its other threads still run its
+    shutdown (and hold its ports): it runs until its thread count is down to the leader."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return False
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+    if stat.rsplit(")", 1)[-1].split()[0] != "Z":
+        return True
+    return _threads(pid) > 1
+
+
+def _threads(pid: int) -> int:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    for line in status.splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    return 0
 
 
 def _reap(pid: int) -> None:
