@@ -383,11 +383,13 @@ class Write:
     df: DataFrame
     replace: str | None = None
 
-    def __call__(self, spark: SparkSession) -> None:
+    def __call__(self, target: str) -> None:
+        """Commit to `target`, the table's qualified name (resolved by the caller's thread:
+        a worker thread's session state need not have the current catalog)."""
         writer = (
             self.df.withColumn("processed_timestamp", F.current_timestamp())
             .select(*self.table.names)
-            .writeTo(qualified(spark, self.table))
+            .writeTo(target)
         )
         if self.replace is None:
             writer.overwritePartitions()
@@ -412,12 +414,12 @@ def write_all(spark: SparkSession, writes: Sequence[Write], steps: dict[str, flo
     table's commit lock), and a commit conflict with another writer redoes that write only:
     it replaces whole partitions, so doing it again is exact."""
 
-    def timed(w: Write) -> None:
+    def timed(w: Write, target: str) -> None:
         t = time.monotonic()
-        WRITE_RETRY.run(lambda: w(spark), f"analytics write of {w.table}")
+        WRITE_RETRY.run(lambda: w(target), f"analytics write of {w.table}")
         steps[w.table.name] = round(time.monotonic() - t, 2)  # printed: the bench profiles
 
-    concurrently([functools.partial(timed, w) for w in writes])
+    concurrently([functools.partial(timed, w, qualified(spark, w.table)) for w in writes])
 
 
 def analytics(spark: SparkSession, cfg: AnalyticsConfig) -> AnalyticsResult:
