@@ -74,6 +74,8 @@ app.kubernetes.io/part-of: logberg
   "spark.sql.session.timeZone" "UTC"
   "spark.sql.sources.partitionOverwriteMode" "dynamic"
   "spark.sql.codegen.aggregate.map.twolevel.enabled" "false"
+  "spark.hadoop.iceberg.hive.lock-check-min-wait-ms" "20"
+  "spark.hadoop.iceberg.hive.lock-check-max-wait-ms" "500"
   "spark.driver.extraJavaOptions" $jvm
   "spark.executor.extraJavaOptions" $jvm
 }}

@@ -154,7 +154,11 @@ def start(s: LocalSettings, cfg: LakehouseConfig, runtime: SparkRuntime) -> Conn
     at = check_port(s)
     svc = service(s)
     svc.stop()  # a stale pid file
-    env = {**clean_env(), **runtime.env, "SPARK_CONNECT_AUTHENTICATE_TOKEN": token(s)}
+    # S3 as an in-process session of this environment reaches it: the AWS_* settings of the
+    # environment `up` runs in (the server's, for every client; a client with other
+    # credentials runs in-process), then this home's own S3 server's keys.
+    aws = {k: v for k, v in os.environ.items() if k.startswith("AWS_")}
+    env = {**clean_env(), **aws, **runtime.env, "SPARK_CONNECT_AUTHENTICATE_TOKEN": token(s)}
     # Streaming's foreachBatch runs in a Python worker of the server: this environment's.
     env["PYSPARK_PYTHON"] = sys.executable
     env["SPARK_HOME"] = str(Path(pyspark.__file__).parent)
