@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import decimal
+import json
 import logging
 import sys
 from collections.abc import Iterator, Sequence
@@ -91,6 +92,12 @@ def cell(value: Any) -> str:
         return str(value)
     if isinstance(value, bytes | bytearray):
         return bytes(value).decode("utf-8", errors="replace")
+    if isinstance(value, dict | list | tuple):
+        from logberg.output import plain
+
+        return json.dumps(
+            plain(list(value) if isinstance(value, tuple) else value), separators=(",", ":")
+        )
     return str(value)
 
 
@@ -118,14 +125,22 @@ def run(spark: SparkSession, args: Sequence[str]) -> int:
     else:
         text = a.execute
     for statement in statements(text):
-        try:
-            execute(spark, statement, sys.stdout)
-        except Exception as e:
-            if not is_query_error(e):
-                raise
-            print(f"Error in query: {message(e)}", file=sys.stderr)
+        if not run_one(spark, statement):
             return 1
     return 0
+
+
+def run_one(spark: SparkSession, statement: str) -> bool:
+    """Run a statement and print its rows; a statement's error is printed (False), a
+    connection's raised."""
+    try:
+        execute(spark, statement, sys.stdout)
+        return True
+    except Exception as e:
+        if not is_query_error(e):
+            raise
+        print(f"Error in query: {message(e)}", file=sys.stderr)
+        return False
 
 
 def message(e: Exception) -> str:
@@ -159,10 +174,5 @@ def prompt(spark: SparkSession) -> int:
             continue
         head, _, tail = buffer.rpartition(";")
         for statement in statements(head):
-            try:
-                execute(spark, statement, sys.stdout)
-            except Exception as e:
-                if not is_query_error(e):
-                    raise
-                print(f"Error in query: {message(e)}", file=sys.stderr)
+            run_one(spark, statement)
         buffer = tail

@@ -283,36 +283,10 @@ def session(kube: Kube, server: Server, app: str) -> Iterator[SparkSession]:
 
 def statements(text: str) -> list[str]:
     """SQL text split at the semicolons outside quotes and comments (as spark-sql splits
-    `-e`); empty statements dropped."""
-    out, cur, i, quote = [], [], 0, ""
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            cur.append(ch)
-            if ch == "\\" and quote != "`" and i + 1 < len(text):
-                cur.append(text[i + 1])
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch in "'\"`":
-            quote = ch
-            cur.append(ch)
-        elif text.startswith("--", i):
-            end = text.find("\n", i)
-            i = len(text) if end < 0 else end
-            continue
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            i = len(text) if end < 0 else end + 2
-            continue
-        elif ch == ";":
-            out.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-        i += 1
-    out.append("".join(cur))
-    return [s.strip() for s in out if s.strip()]
+    `-e`); empty statements dropped. The local `logberg sql` splits the same way."""
+    from logberg.lakehouse.connect_shell import statements as split
+
+    return list(split(text))
 
 
 def complete(text: str) -> bool:
@@ -323,18 +297,9 @@ def complete(text: str) -> bool:
 
 
 def _cell(value: Any) -> str:
-    from logberg.output import plain
+    from logberg.lakehouse.connect_shell import cell
 
-    if value is None:
-        return "NULL"
-    v = plain(value)
-    if isinstance(v, bool):
-        return str(v).lower()
-    if isinstance(v, dict | list):
-        import json
-
-        return json.dumps(v, separators=(",", ":"))
-    return str(v)
+    return cell(value)
 
 
 def sql_piped(spark: SparkSession, text: str, out: Any) -> int:

@@ -11,6 +11,7 @@ import logging
 import sys
 
 from logberg.cli.command import action
+from logberg.cli.query import arguments as query_arguments
 from logberg_platform.cli.k8s import target
 
 # Under "logberg": the logger the command line configures (stderr, text or JSON).
@@ -48,11 +49,5 @@ def register(sub: argparse._SubParsersAction) -> None:
         "run one SQL statement and print the rows: through the release's Spark Connect "
         "server when deployed, else in its toolbox pod",
     )
-    p.add_argument("sql")
-    p.add_argument("--format", choices=["table", "csv", "jsonl"], default="table")
-    p.add_argument(
-        "--as-of",
-        metavar="SNAPSHOT|TS",
-        help="time travel: a snapshot id or an ISO timestamp (every nginx_logs table)",
-    )
+    query_arguments(p)  # the local `logberg query`'s: SQL, --format, --as-of
     p.add_argument("--release", default="logberg", help="the logberg release (default logberg)")
