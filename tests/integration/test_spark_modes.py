@@ -233,6 +233,45 @@ def test_a_restarted_server_changes_nothing(
         assert canon(table(spark, name).collect()) == canon(before[name]), name
 
 
+# Every kind of value a query can return, for the direct client's conversion (structs, maps,
+# both timestamps, decimals, bytes, NULL, non-ASCII, duplicate names).
+EVERY_TYPE = (
+    "SELECT 1 AS a, 2 AS a, CAST('2025-01-06 10:00:00+00:00' AS TIMESTAMP) AS ts, "
+    "CAST('2025-01-06 10:00:00' AS TIMESTAMP_NTZ) AS ntz, DATE'2025-01-06' AS d, "
+    "CAST(1.50 AS DECIMAL(10,2)) AS dec, map('k', 1) AS m, named_struct('x', 1, 'y', 'z') AS s, "
+    "array(1, 2) AS arr, X'0102' AS bin, CAST(NULL AS STRING) AS n, 'é' AS u, 1.5D AS dbl, "
+    "true AS b"
+)
+
+
+def test_query_prints_the_same_values_and_errors_in_both_modes(server: LocalSettings) -> None:
+    """`logberg query` on the server talks gRPC and Arrow directly (no pandas): its output
+    is byte for byte the in-process output, in every format and in another time zone, and a
+    statement Spark rejects is one line naming Spark's error class, exit status 1."""
+    for fmt in ("table", "csv", "jsonl"):
+        out = {
+            mode: ok(["query", EVERY_TYPE, "--format", fmt], {**env, "TZ": "America/New_York"})
+            for mode, env in MODES.items()
+        }
+        assert out["connect"].stdout == out["in-process"].stdout, fmt
+        mode_logged(out["connect"], "connect")
+    row = out["connect"].stdout.splitlines()
+    assert len(row) == 1
+    assert '"ts": "2025-01-06T05:00:00"' in row[0]  # UTC 10:00 in New York
+    assert '"m": {"k": 1}' in row[0] and '"s": [1, "z"]' in row[0] and '"bin": "0102"' in row[0]
+    empty = {
+        mode: ok(["query", "SELECT 1 AS one, 'x' AS two WHERE false", "--format", "csv"], env)
+        for mode, env in MODES.items()
+    }
+    assert empty["connect"].stdout == empty["in-process"].stdout == "one,two\n"
+    for mode, env in MODES.items():
+        r = run_logberg(["query", "SELECT * FROM nginx_logs.no_such_table"], env)
+        assert r.returncode == 1, (mode, r.stderr[-2000:])
+        assert "logberg: error: [TABLE_OR_VIEW_NOT_FOUND]" in r.stderr, mode
+        assert "Traceback" not in r.stderr, mode
+        assert r.stdout == "", mode
+
+
 # -- settings that fail fast ----------------------------------------------------------------
 
 

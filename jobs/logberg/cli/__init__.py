@@ -19,7 +19,7 @@ from importlib.metadata import entry_points
 
 from logberg.cli.command import Command, Handler
 from logberg.cli.logs import configure_logging
-from logberg.errors import ConfigError, ServiceError
+from logberg.errors import ConfigError, QueryError, ServiceError
 
 RUNTIME = (
     "sql",
@@ -97,6 +97,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, ServiceError) as e:
         print(f"logberg: error: {e}", file=sys.stderr)
         return 2
+    except QueryError as e:
+        print(f"logberg: error: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
     except Exception as e:

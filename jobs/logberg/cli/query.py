@@ -20,10 +20,19 @@ def arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(a: argparse.Namespace) -> int:
+    """On a warm server the statement goes straight to it (`connect_rows`: no session
+    object, no pandas); in-process it runs in this command's own session."""
+    from logberg.lakehouse import environment
     from logberg.output import write_rows
-    from logberg.pipeline.query import query
+    from logberg.pipeline.query import query, with_as_of
 
-    columns, rows = query(session("logberg-query"), a.sql, a.as_of)
+    server = environment.current().server()
+    if server is not None:
+        from logberg.lakehouse.connect_rows import fetch
+
+        columns, rows = fetch(server, with_as_of(a.sql, a.as_of) if a.as_of else a.sql)
+    else:
+        columns, rows = query(session("logberg-query"), a.sql, a.as_of)
     write_rows(columns, rows, a.format, sys.stdout)
     return 0
 

@@ -139,6 +139,13 @@ def first_line(text: str) -> str:
     return lines[0] if lines else text
 
 
+def is_query_error(e: BaseException) -> bool:
+    """An error of the statement (Spark's), not of the connection to a server."""
+    from pyspark.errors import PySparkException
+
+    return isinstance(e, PySparkException) and not type(e).__name__.startswith("SparkConnectGrpc")
+
+
 def server_failure(e: BaseException) -> str | None:
     """When the command ran on a server and `e` is the server failing (not a query error:
     the connection, the server's process), a message naming the server and its log."""

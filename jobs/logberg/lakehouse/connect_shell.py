@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from logberg.errors import ConfigError
+from logberg.lakehouse.connect import is_query_error
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -146,13 +147,6 @@ def run_one(spark: SparkSession, statement: str) -> bool:
 def message(e: Exception) -> str:
     """The error without the server's JVM stack trace."""
     return str(e).split("\n\nJVM stacktrace:", 1)[0].strip()
-
-
-def is_query_error(e: Exception) -> bool:
-    """An error of the statement (Spark's), not of the connection."""
-    from pyspark.errors import PySparkException
-
-    return isinstance(e, PySparkException) and not type(e).__name__.startswith("SparkConnectGrpc")
 
 
 def prompt(spark: SparkSession) -> int:

@@ -15,7 +15,7 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Protocol
 
 from logberg.errors import ConfigError
-from logberg.lakehouse.connect import MODE_ENV, SparkMode, spark_mode
+from logberg.lakehouse.connect import MODE_ENV, ConnectServer, SparkMode, spark_mode
 from logberg.lakehouse.session import LakehouseConfig, SparkRuntime, build_session
 
 if TYPE_CHECKING:
@@ -40,6 +40,11 @@ class Environment(Protocol):
 
     def uses_server(self) -> bool:
         """Whether `session` is on a Spark Connect server (LOGBERG_SPARK_MODE)."""
+        ...
+
+    def server(self) -> ConnectServer | None:
+        """The Spark Connect server `session` would run on, checked (a client that talks
+        to it directly: `logberg query`); None: in-process."""
         ...
 
     def default_landing(self) -> str: ...
@@ -68,6 +73,10 @@ class ClusterEnvironment:
                 "driver; unset it there"
             )
         return False
+
+    def server(self) -> ConnectServer | None:
+        self.uses_server()
+        return None
 
     def default_landing(self) -> str:
         landing = os.environ.get("LOGBERG_LANDING")

@@ -12,6 +12,7 @@ from logberg_platform.local_settings import LocalSettings
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from logberg.lakehouse.connect import ConnectServer
     from logberg.lakehouse.session import LakehouseConfig, SparkRuntime
 
 
@@ -32,6 +33,12 @@ class LocalEnvironment:
 
     def uses_server(self) -> bool:
         return local.chosen_server(self.settings) is not None
+
+    def server(self) -> ConnectServer | None:
+        found = local.command_server(self.settings)
+        if found is not None:
+            local.log_server(self.settings, found)
+        return found
 
     def default_landing(self) -> str:
         return self.settings.landing.as_uri()

@@ -9,7 +9,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from logberg.errors import ConfigError
-from logberg.lakehouse.connect import MODE_ENV, SparkMode, remote_session, spark_mode
+from logberg.lakehouse.connect import (
+    MODE_ENV,
+    ConnectServer,
+    SparkMode,
+    remote_session,
+    spark_mode,
+)
 from logberg.lakehouse.session import JIT_OPTIONS, LakehouseConfig, SparkRuntime, build_session
 from logberg_platform import connect_server, metastore, s3server, setup_artifacts
 from logberg_platform.local_settings import LocalSettings, java_home
@@ -179,14 +185,11 @@ def chosen_server(s: LocalSettings) -> connect_server.Served | None:
     return state
 
 
-def command_session(
-    app_name: str, s: LocalSettings | None = None, in_process: str | None = None
-) -> SparkSession:
-    """A command's session: on this home's Spark Connect server when `chosen_server` says
-    so, else in-process. A server that runs but does not answer is an error naming it and
-    its log, never a quiet in-process run. `in_process`: a command (named) that runs
-    in-process whatever server runs; forced Connect mode is then an error."""
-    s = s or LocalSettings.from_env()
+def command_server(s: LocalSettings, in_process: str | None = None) -> ConnectServer | None:
+    """The Spark Connect server a command runs on, checked, when `chosen_server` says so;
+    None: in-process. `in_process`: a command (named) that runs in-process whatever server
+    runs; forced Connect mode is then an error. Settings that differ from the server's are
+    an error naming them; the client takes this home's S3 settings (boto3)."""
     if in_process is not None and spark_mode() is SparkMode.CONNECT:
         raise ConfigError(
             f"{MODE_ENV}=connect: {in_process} runs in-process (its micro-batch callback "
@@ -195,16 +198,33 @@ def command_session(
         )
     state = None if in_process is not None else chosen_server(s)
     if state is None:
+        return None
+    cfg = lakehouse_config(s)
+    connect_server.check_same(cfg, state)
+    os.environ.update(spark_runtime(s, cfg).env)
+    return connect_server.client(s, state)
+
+
+def log_server(s: LocalSettings, server: ConnectServer) -> None:
+    """Say that the command runs on the server (once it has answered)."""
+    pid = connect_server.service(s).pid()
+    log.info("spark: %s, the Spark Connect server (pid %s)", server.url, pid)
+
+
+def command_session(
+    app_name: str, s: LocalSettings | None = None, in_process: str | None = None
+) -> SparkSession:
+    """A command's session: on this home's Spark Connect server when `command_server`
+    says so, else in-process. A server that runs but does not answer is an error naming it
+    and its log, never a quiet in-process run."""
+    s = s or LocalSettings.from_env()
+    server = command_server(s, in_process)
+    if server is None:
         spark = session(app_name, s)
         master = spark.conf.get("spark.master")
         why = f"{in_process} runs in-process" if in_process else f"{MODE_ENV}={spark_mode().value}"
         log.info("spark: in-process, %s (%s)", master, why)
         return spark
-    cfg = lakehouse_config(s)
-    connect_server.check_same(cfg, state)
-    os.environ.update(spark_runtime(s, cfg).env)  # the client's own S3 settings (boto3)
-    server = connect_server.client(s, state)
     spark = remote_session(server)
-    pid = connect_server.service(s).pid()
-    log.info("spark: %s, the Spark Connect server (pid %s)", server.url, pid)
+    log_server(s, server)
     return spark
