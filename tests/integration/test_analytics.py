@@ -260,3 +260,17 @@ def test_two_runs_at_once_leave_the_tables_exact(spark, new_year) -> None:
     ):
         stored = spark.table(table).drop("processed_timestamp")
         assertDataFrameEqual(stored, full.select(*stored.columns))
+
+
+def test_human_tables_rank_without_bot_requests(spark, new_year) -> None:
+    """--exclude-bots: the _humans tables are the top-IP tables of the rows whose agent is
+    known not to be a bot (their addresses ranked, then their paths counted, as for all)."""
+    an.analytics(spark, an.AnalyticsConfig(top_n=TOP, full=True, exclude_bots=True))
+    humans = spark.table("nginx_logs.access_logs").where("NOT is_bot")
+    for table, full in (
+        (schema.DAILY_TOP_IPS_HUMANS.qualified, an.daily_top_ips(humans, TOP)),
+        (schema.WEEKLY_TOP_IPS_HUMANS.qualified, an.weekly_top_ips(humans, TOP)),
+    ):
+        stored = spark.table(table).drop("processed_timestamp")
+        assert stored.count() > 0, table
+        assertDataFrameEqual(stored, full.select(*stored.columns))

@@ -13,7 +13,7 @@ import functools
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -88,7 +88,8 @@ def top_n(df: DataFrame, group: Sequence[str], count: str, key: str, n: int) -> 
 
 # Rollups: the job reads access_logs once per rollup, and every table is derived from
 # them. Distinct counts (paths per address, addresses per device class or week) become
-# counts of rollup rows, and the one large grouping, address x path, is done once per week.
+# counts of rollup rows; the address x path grouping is done once per week, for the
+# addresses that rank only.
 
 
 def _sums(df: DataFrame, keys: Sequence[str], columns: Sequence[str]) -> DataFrame:
@@ -125,9 +126,9 @@ DAY_BIT = "shiftleft(1, weekday(date))"  # a bit per weekday, Monday the lowest
 def address_paths(logs: DataFrame) -> DataFrame:
     """Per ISO week (week_start_date) and address: unique_paths, and day_paths, the distinct
     paths of each weekday (Monday first). One grouping by week, address and path, with a
-    bit per weekday the path was requested on, gives both. It carries nothing else: its
-    2.5M groups at 5M lines are the analytics' largest, and the sums come from
-    address_devices."""
+    bit per weekday the path was requested on, gives both. It carries nothing else (the
+    sums come from address_devices), and the job runs it over the ranked addresses' rows
+    only (`of_addresses`): over every row it is 1.4M groups in a 5M-line week."""
     per_path = logs.groupBy(
         _monday(F.col("date")).alias("week_start_date"), "ip_address", "url_path"
     ).agg(F.bit_or(F.expr(DAY_BIT)).alias("days"))
@@ -156,34 +157,13 @@ def _with_unique_paths(sums: DataFrame, paths: DataFrame, key: str) -> DataFrame
     return sums.alias("s").join(paths.alias("p"), same).select("s.*", "p.unique_paths")
 
 
-def address_weeks(devices: DataFrame, paths: DataFrame) -> DataFrame:
-    """Per ISO week and address: the request sums (from address_devices of whole weeks) and
-    unique_paths (from address_paths)."""
-    sums = _sums(
-        devices.withColumn("week_start_date", _monday(F.col("date"))),
-        ["week_start_date", "ip_address"],
-        SUMS,
-    )
-    return _with_unique_paths(sums, paths, "week_start_date")
-
-
 def address_devices(logs: DataFrame) -> DataFrame:
     """Per date, address and device class: the request sums."""
     return logs.groupBy("date", "ip_address", "device_type").agg(*_request_sums())
 
 
-def address_days(devices: DataFrame, paths: DataFrame) -> DataFrame:
-    """Per date and address: the request sums (from address_devices), and unique_paths
-    from `paths` (address_paths of rows that include these days)."""
-    sums = _sums(devices, ["date", "ip_address"], SUMS)
-    days = paths.select(
-        "week_start_date", "ip_address", F.posexplode("day_paths").alias("d", "unique_paths")
-    ).select(F.date_add("week_start_date", F.col("d")).alias("date"), "ip_address", "unique_paths")
-    return _with_unique_paths(sums, days, "date")
-
-
 def ip_stats(sums: DataFrame) -> DataFrame:
-    """The top-IP figures from address_days or address_weeks rows."""
+    """The top-IP figures from per-address request sums (of a day or a week)."""
     return sums.select(
         "*",
         F.col("requests").alias("request_count"),
@@ -222,11 +202,49 @@ def with_week(df: DataFrame) -> DataFrame:
     return base.select("*", *[week[k].alias(k) for k in WEEK_KEYS])
 
 
-def top_ips(sums: DataFrame, n: int, *, weekly: bool) -> DataFrame:
-    """daily_top_ips from address_days, weekly_top_ips from address_weeks."""
-    group, table = (WEEK_KEYS, WEEKLY_TOP_IPS) if weekly else (["date"], DAILY_TOP_IPS)
-    stats = ip_stats(keyed_by_week(sums) if weekly else sums)
-    return output(top_n(stats, group, "request_count", "ip_address", n), table)
+def ranked_ips(devices: DataFrame, n: int, *, weekly: bool) -> DataFrame:
+    """The n busiest addresses per day (or ISO week) from address_devices rows, ranked,
+    with every top-IP figure but unique_paths."""
+    if weekly:
+        by_week = devices.withColumn("week_start_date", _monday(F.col("date")))
+        sums = keyed_by_week(_sums(by_week, ["week_start_date", "ip_address"], SUMS))
+        group = WEEK_KEYS
+    else:
+        sums, group = _sums(devices, ["date", "ip_address"], SUMS), ["date"]
+    return top_n(ip_stats(sums), group, "request_count", "ip_address", n)
+
+
+def ranked_addresses(ranked: Sequence[DataFrame]) -> DataFrame:
+    """The distinct addresses of the `ranked` lists."""
+    return functools.reduce(
+        lambda a, b: a.union(b), [r.select("ip_address") for r in ranked]
+    ).distinct()
+
+
+def of_addresses(logs: DataFrame, ranked: Sequence[DataFrame]) -> DataFrame:
+    """The rows of `logs` whose address is in one of the `ranked` lists (a missing address
+    is one address: NULL matches NULL)."""
+    same = F.col("l.ip_address").eqNullSafe(F.col("a.ip_address"))
+    addresses = ranked_addresses(ranked).alias("a")
+    return logs.alias("l").join(F.broadcast(addresses), same, "left_semi")
+
+
+def of_listed(logs: DataFrame, addresses: Sequence[str | None]) -> DataFrame:
+    """`of_addresses` with the addresses collected: a filter the scan evaluates."""
+    known = F.col("ip_address").isin([a for a in addresses if a is not None])
+    return logs.where(known | F.col("ip_address").isNull() if None in addresses else known)
+
+
+def with_paths(ranked: DataFrame, paths: DataFrame, *, weekly: bool) -> DataFrame:
+    """daily_top_ips or weekly_top_ips: `ranked` with unique_paths from address_paths
+    (of rows that include every ranked address's days)."""
+    if weekly:
+        joined = _with_unique_paths(ranked, paths, "week_start_date")
+        return output(joined, WEEKLY_TOP_IPS)
+    days = paths.select(
+        "week_start_date", "ip_address", F.posexplode("day_paths").alias("d", "unique_paths")
+    ).select(F.date_add("week_start_date", F.col("d")).alias("date"), "ip_address", "unique_paths")
+    return output(_with_unique_paths(ranked, days, "date"), DAILY_TOP_IPS)
 
 
 def top_devices(devices: DataFrame, n: int, weekly: bool) -> DataFrame:
@@ -240,9 +258,9 @@ def keyed_by_week(weeks: DataFrame) -> DataFrame:
     return with_week(weeks.withColumn("date", F.col("week_start_date"))).drop("date")
 
 
-def summary_from(hours: DataFrame, paths: DataFrame) -> DataFrame:
-    """weekly_analytics from an hour rollup and address_paths (one row per address);
-    `year` is the ISO week-year (equal to week_year)."""
+def summary_from(hours: DataFrame, devices: DataFrame) -> DataFrame:
+    """weekly_analytics from an hour rollup and address_devices (of whole weeks); `year` is
+    the ISO week-year (equal to week_year)."""
     wk = with_week(hours)
     cat = F.col("status_category")
 
@@ -260,7 +278,12 @@ def summary_from(hours: DataFrame, paths: DataFrame) -> DataFrame:
         F.sum("bots").alias("bots"),
         F.sum("bot_known").alias("bot_known"),
     )
-    ips = keyed_by_week(paths).groupBy(*WEEK_KEYS).agg(F.count("ip_address").alias("unique_ips"))
+    addresses = devices.select(_monday(F.col("date")).alias("week_start_date"), "ip_address")
+    ips = (
+        keyed_by_week(addresses.distinct())
+        .groupBy(*WEEK_KEYS)
+        .agg(F.count("ip_address").alias("unique_ips"))  # a missing address is none
+    )
     busiest_day = top_n(_sums(wk, [*WEEK_KEYS, "date"], ["requests"]), WEEK_KEYS, "requests",
                         "date", 1).select(
         *WEEK_KEYS, F.col("date").alias("busiest_day"),
@@ -286,11 +309,13 @@ def summary_from(hours: DataFrame, paths: DataFrame) -> DataFrame:
 
 
 def daily_top_ips(logs: DataFrame, n: int) -> DataFrame:
-    return top_ips(address_days(address_devices(logs), address_paths(logs)), n, weekly=False)
+    ranked = ranked_ips(address_devices(logs), n, weekly=False)
+    return with_paths(ranked, address_paths(of_addresses(logs, [ranked])), weekly=False)
 
 
 def weekly_top_ips(logs: DataFrame, n: int) -> DataFrame:
-    return top_ips(address_weeks(address_devices(logs), address_paths(logs)), n, weekly=True)
+    ranked = ranked_ips(address_devices(logs), n, weekly=True)
+    return with_paths(ranked, address_paths(of_addresses(logs, [ranked])), weekly=True)
 
 
 def daily_top_devices(logs: DataFrame, n: int) -> DataFrame:
@@ -302,7 +327,7 @@ def weekly_top_devices(logs: DataFrame, n: int) -> DataFrame:
 
 
 def weekly_summary(logs: DataFrame) -> DataFrame:
-    return summary_from(hour_rollup(logs), address_paths(logs))
+    return summary_from(hour_rollup(logs), address_devices(logs))
 
 
 def latency_stats(timed: DataFrame, group: Sequence[str]) -> DataFrame:
@@ -409,17 +434,125 @@ def concurrently(steps: Sequence[Callable[[], object]]) -> None:
         raise errors[0]
 
 
-def write_all(spark: SparkSession, writes: Sequence[Write], steps: dict[str, float]) -> None:
-    """Every table's write at once. Each commits alone, on its own table (no two share a
-    table's commit lock), and a commit conflict with another writer redoes that write only:
-    it replaces whole partitions, so doing it again is exact."""
+# A cached rollup this small is read as one partition: every table's grouping, ranking and
+# join over it then runs inside that partition, with no shuffle. At these sizes a shuffle
+# stage costs more than its rows: the five tables' plans of a 5M-line week took half as long.
+ONE_PARTITION_ROWS = 1_000_000
+
+
+def narrowed(df: DataFrame, rows: int) -> DataFrame:
+    """`df` (cached, `rows` rows) as one partition when it is small enough."""
+    return df.coalesce(1) if rows <= ONE_PARTITION_ROWS else df
+
+
+def write_all(catalog: str, writes: Sequence[Write], steps: dict[str, float]) -> None:
+    """Every table's write at once, to `catalog` (the session's current catalog, read by
+    the job's own thread: a worker thread's session state need not have it, and then
+    resolves names in spark_catalog, whose cache may hold a table dropped since). Each
+    commits alone, on its own table (no two share a table's commit lock), and a commit
+    conflict with another writer redoes that write only: it replaces whole partitions, so
+    doing it again is exact."""
 
     def timed(w: Write, target: str) -> None:
         t = time.monotonic()
         WRITE_RETRY.run(lambda: w(target), f"analytics write of {w.table}")
         steps[w.table.name] = round(time.monotonic() - t, 2)  # printed: the bench profiles
 
-    concurrently([functools.partial(timed, w, qualified(spark, w.table)) for w in writes])
+    concurrently([functools.partial(timed, w, f"{catalog}.{w.table}") for w in writes])
+
+
+def write_top_ips(
+    catalog: str,
+    logs: DataFrame,
+    devices: DataFrame,
+    day_devices: DataFrame,
+    daily: Table,
+    weekly: Table,
+    n: int,
+    steps: dict[str, float],
+    cached: list[DataFrame],
+) -> None:
+    """daily and weekly top IPs: rank the addresses (address_devices), count the paths of
+    the ranked ones in `logs` (one grouping, cached for both tables), then both writes."""
+    t = time.monotonic()
+    by_day = ranked_ips(day_devices, n, weekly=False)
+    by_week = ranked_ips(devices, n, weekly=True)
+    listed = [r.ip_address for r in ranked_addresses([by_day, by_week]).collect()]
+    paths = address_paths(of_listed(logs, listed)).persist()
+    cached.append(paths)
+    paths = narrowed(paths, paths.count())
+    steps[f"{daily.name}_paths"] = round(time.monotonic() - t, 2)
+    write_all(
+        catalog,
+        [
+            Write(daily, with_paths(by_day, paths, weekly=False)),
+            Write(weekly, with_paths(by_week, paths, weekly=True)),
+        ],
+        steps,
+    )
+
+
+def tables_of(
+    spark: SparkSession,
+    logs: DataFrame,
+    days: set[dt.date],
+    weeks: set[dt.date],
+    cfg: AnalyticsConfig,
+    steps: dict[str, float],
+) -> None:
+    """Every table's rows for `days` and `weeks`, written. The weeks hold the days: two
+    cached rollups of their rows (address x device per day, and hour x status) serve the
+    daily and weekly tables. Each write starts as soon as what it reads is ready, so the
+    longest chain (address_devices, the ranking, the ranked addresses' paths, the top-IP
+    writes) starts first and the rest fill the cores around it."""
+    t = time.monotonic()
+    timing = [c for c in TIMING_COLUMNS if c in logs.columns]  # none before --log-format
+    week_logs = logs.where(sql.dates_in("date", week_days(weeks)))
+    on_days = sql.dates_in("date", days)
+    n = cfg.top_n
+    devices = address_devices(week_logs).persist()
+    hours = hour_rollup(week_logs).persist()
+    cached = [devices, hours]
+    pending: list[Future[None]] = []
+    catalog = spark.catalog.currentCatalog()  # in this thread (see write_all)
+    try:
+        with ThreadPoolExecutor(max_workers=8, thread_name_prefix="analytics") as pool:
+            hour_rows = pool.submit(hours.count)
+            if "request_time_ms" in timing:
+                latency = daily_latency(logs.where(on_days), cfg.top_n, cfg.latency_min_hits)
+                # replaces these days whole, even with nothing: a day re-ingested without
+                # timing keeps no stale rows
+                later = [Write(DAILY_LATENCY, latency, replace=on_days)]
+                pending.append(pool.submit(write_all, catalog, later, steps))
+            if cfg.exclude_bots:
+                humans = week_logs.where(~F.col("is_bot"))
+                human_devices = address_devices(humans)
+                by = (humans, human_devices, human_devices.where(on_days))
+                tables = (DAILY_TOP_IPS_HUMANS, WEEKLY_TOP_IPS_HUMANS)
+                pending.append(pool.submit(write_top_ips, catalog, *by, *tables, n, steps, cached))
+            devices = narrowed(devices, devices.count())
+            steps["address_devices"] = round(time.monotonic() - t, 2)
+            day_devices = devices.where(on_days)
+            by = (week_logs, devices, day_devices)
+            tables = (DAILY_TOP_IPS, WEEKLY_TOP_IPS)
+            pending.append(pool.submit(write_top_ips, catalog, *by, *tables, n, steps, cached))
+            writes = [
+                Write(DAILY_TOP_DEVICES, top_devices(day_devices, n, weekly=False)),
+                Write(WEEKLY_TOP_DEVICES, top_devices(devices, n, weekly=True)),
+            ]
+            pending.append(pool.submit(write_all, catalog, writes, steps))
+            hours = narrowed(hours, hour_rows.result())
+            steps["hour_rollup"] = round(time.monotonic() - t, 2)
+            summary = [Write(WEEKLY_ANALYTICS, summary_from(hours, devices))]
+            pending.append(pool.submit(write_all, catalog, summary, steps))
+    finally:
+        # (the pool has waited for every write: none is left running)
+        for df in cached:
+            df.unpersist()
+    errors = [e for e in (f.exception() for f in pending) if e is not None]
+    if errors:
+        raise errors[0]
+    steps["tables"] = round(time.monotonic() - t, 2)
 
 
 def analytics(spark: SparkSession, cfg: AnalyticsConfig) -> AnalyticsResult:
@@ -444,48 +577,7 @@ def analytics(spark: SparkSession, cfg: AnalyticsConfig) -> AnalyticsResult:
     weeks = {week_start(d) for d in days}
     steps: dict[str, float] = {"setup": round(time.monotonic() - t0, 2)}
     if days:
-        t = time.monotonic()
-        # The weeks hold the days: their rollups serve the daily and weekly tables. Each
-        # reads access_logs once, in the columns it needs; the three scans run at once.
-        timing = [c for c in TIMING_COLUMNS if c in logs.columns]  # none before --log-format
-        week_logs = logs.where(sql.dates_in("date", week_days(weeks)))
-        paths = address_paths(week_logs).persist()
-        devices = address_devices(week_logs).persist()
-        hours = hour_rollup(week_logs).persist()
-        rollups = (paths, devices, hours)
-        try:
-            concurrently([rollup.count for rollup in rollups])
-            steps["rollups"] = round(time.monotonic() - t, 2)
-            on_days = sql.dates_in("date", days)
-            n, day_devices = cfg.top_n, devices.where(on_days)
-            writes = [
-                Write(DAILY_TOP_IPS, top_ips(address_days(day_devices, paths), n, weekly=False)),
-                Write(DAILY_TOP_DEVICES, top_devices(day_devices, n, weekly=False)),
-                Write(WEEKLY_TOP_IPS, top_ips(address_weeks(devices, paths), n, weekly=True)),
-                Write(WEEKLY_TOP_DEVICES, top_devices(devices, n, weekly=True)),
-                Write(WEEKLY_ANALYTICS, summary_from(hours, paths)),
-            ]
-            if "request_time_ms" in timing:
-                latency = daily_latency(logs.where(on_days), cfg.top_n, cfg.latency_min_hits)
-                # replaces these days whole, even with nothing: a day re-ingested without
-                # timing keeps no stale rows
-                writes.append(Write(DAILY_LATENCY, latency, replace=on_days))
-            if cfg.exclude_bots:
-                humans_week = week_logs.where(~F.col("is_bot"))
-                human_paths = address_paths(humans_week)
-                human_devices = address_devices(humans_week)
-                human_days = address_days(human_devices.where(on_days), human_paths)
-                human_weeks = address_weeks(human_devices, human_paths)
-                writes += [
-                    Write(DAILY_TOP_IPS_HUMANS, top_ips(human_days, cfg.top_n, weekly=False)),
-                    Write(WEEKLY_TOP_IPS_HUMANS, top_ips(human_weeks, cfg.top_n, weekly=True)),
-                ]
-            t = time.monotonic()
-            write_all(spark, writes, steps)
-            steps["writes"] = round(time.monotonic() - t, 2)
-        finally:
-            for rollup in rollups:
-                rollup.unpersist()
+        tables_of(spark, logs, days, weeks, cfg, steps)
     duration = time.monotonic() - t0
     if days or run_ids:
         row = (
