@@ -37,8 +37,11 @@ ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExt
 # the first rows. The parallel collector has no concurrent threads or write barriers to pay
 # for. On 2 cores: ingest 5M 35.1 - 38.1 s -> 31.4 - 32.5 s, analytics 26.8 - 28.3 s ->
 # 22.9 - 24.7 s, alternating, whole processes (bench/README.md, item 19).
+# A long-lived JVM (the Spark Connect server) keeps HotSpot's own thresholds: its C2
+# compilations are paid once and serve every later command.
+SERVER_JIT_OPTIONS = "-XX:+UseParallelGC -XX:-DontCompileHugeMethods"
 JIT_OPTIONS = (
-    "-XX:+UseParallelGC -XX:-DontCompileHugeMethods -XX:Tier4InvocationThreshold=50000 "
+    f"{SERVER_JIT_OPTIONS} -XX:Tier4InvocationThreshold=50000 "
     "-XX:Tier4MinInvocationThreshold=6000 -XX:Tier4CompileThreshold=150000 "
     "-XX:Tier4BackEdgeThreshold=400000"
 )

@@ -27,7 +27,7 @@ import pyspark
 
 from logberg.errors import ConfigError, ServiceError
 from logberg.lakehouse.connect import ConnectServer
-from logberg.lakehouse.session import session_conf
+from logberg.lakehouse.session import JIT_OPTIONS, SERVER_JIT_OPTIONS, session_conf
 from logberg_platform.local_settings import LocalSettings, int_env
 from logberg_platform.supervisor import Supervised, clean_env, port_open, wait_for_port
 
@@ -106,7 +106,11 @@ def argv(s: LocalSettings, cfg: LakehouseConfig, runtime: SparkRuntime, at: int)
     class_path = conf.pop("spark.driver.extraClassPath", "")
     memory = conf.pop("spark.driver.memory", "2g")
     memory = os.environ.get(MEMORY_ENV) or memory
-    java_options = conf.pop("spark.driver.extraJavaOptions", "")
+    # A command's JVM raises the C2 thresholds (start-up code stays in C1); the server
+    # outlives its start-up, and its steady state is what every command gets.
+    java_options = conf.pop("spark.driver.extraJavaOptions", "").replace(
+        JIT_OPTIONS, SERVER_JIT_OPTIONS
+    )
     conf.update(
         {
             "spark.connect.grpc.binding.address": "127.0.0.1",
