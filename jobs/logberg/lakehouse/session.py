@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 CATALOG = "logberg"
+METASTORE_CLIENTS = "8"
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 # HotSpot does not JIT-compile a method over 8000 bytecodes, and the whole-stage code of
 # the ingest is larger than that: without -DontCompileHugeMethods it stays interpreted
@@ -154,12 +155,17 @@ def catalog_conf(cfg: LakehouseConfig) -> dict[str, str]:
         f"spark.sql.catalog.{CATALOG}.warehouse": cfg.warehouse,
         # Other processes commit to the same tables: always read the latest metadata.
         f"spark.sql.catalog.{CATALOG}.cache-enabled": "false",
+        # Metastore connections per catalog (Iceberg's default: 2). Analytics commits six
+        # tables at once, each commit several metastore calls (lock, check, get, alter,
+        # unlock), and a Spark Connect server serves every client's jobs from one pool.
+        f"spark.sql.catalog.{CATALOG}.clients": METASTORE_CLIENTS,
         "spark.sql.defaultCatalog": CATALOG,
         # Plain spark-sql and Spark's Hive client reach the same metastore.
         "spark.sql.catalog.spark_catalog": "org.apache.iceberg.spark.SparkSessionCatalog",
         "spark.sql.catalog.spark_catalog.type": "hive",
         "spark.sql.catalog.spark_catalog.uri": cfg.metastore_uri,
         "spark.sql.catalog.spark_catalog.warehouse": cfg.warehouse,
+        "spark.sql.catalog.spark_catalog.clients": METASTORE_CLIENTS,
         "spark.sql.catalogImplementation": "hive",
         "spark.hadoop.hive.metastore.uris": cfg.metastore_uri,
         "spark.sql.warehouse.dir": cfg.warehouse,
