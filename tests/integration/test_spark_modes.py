@@ -8,7 +8,9 @@ server; the server is a real `SparkConnectServer` started from the pinned PySpar
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -231,6 +233,56 @@ def test_a_restarted_server_changes_nothing(
     assert counts(spark, manifest) == expected(manifest)
     for name in GOLD_TABLES:
         assert canon(table(spark, name).collect()) == canon(before[name]), name
+
+
+# Ends the server session of a given id as PySpark's own client does (argv: URL, id).
+RELEASE = (
+    "import os, sys; os.environ['SPARK_CONNECT_MODE_ENABLED'] = '1';"
+    "from pyspark.sql.connect.client.core import DefaultChannelBuilder;"
+    "from pyspark.sql.connect.session import SparkSession;"
+    "url = f'{sys.argv[1]};session_id={sys.argv[2]}';"
+    "s = SparkSession.builder.channelBuilder(DefaultChannelBuilder(url)).create();"
+    "s.conf.get('spark.app.id'); s.client.release_session()"
+)
+
+
+def slots(s: LocalSettings) -> dict[str, dict[str, Any]]:
+    folder = connect_server.sessions_dir(s)
+    return {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
+
+
+def test_job_commands_take_up_the_session_a_finished_one_handed_on(
+    spark: SparkSession, server: LocalSettings, landing: tuple[Path, dict[str, Any]]
+) -> None:
+    """Job commands one after another run in one server session (its compiled code is
+    reused); the shell, which runs what a user types, takes a session of its own; a slot
+    whose session the server closed gets a new one, and the tables stay exact."""
+    folder, manifest = landing
+    reset_namespace(spark)
+    shutil.rmtree(connect_server.sessions_dir(server), ignore_errors=True)
+    ok(["ingest", "--input", folder.as_uri()], CONNECT)
+    first = slots(server)
+    assert list(first) == ["0"] and first["0"]["clean"] is True, first
+    ok(["sql", "-e", "USE nginx_logs; SET spark.sql.shuffle.partitions=3; SELECT 1;"], CONNECT)
+    ok(["analytics"], CONNECT)
+    assert slots(server) == first  # the same session, handed on again
+    state = connect_server.served(server)
+    assert state is not None
+    client = connect_server.client(server, state)
+    released = subprocess.run(
+        [sys.executable, "-c", RELEASE, client.channel(), first["0"]["session_id"]],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert released.returncode == 0, released.stderr[-2000:]
+    ok(["analytics", "--full"], CONNECT)
+    renewed = slots(server)
+    assert list(renewed) == ["0"] and renewed["0"]["clean"] is True, renewed
+    assert renewed["0"]["session_id"] != first["0"]["session_id"]
+    assert counts(spark, manifest) == expected(manifest)
+    on_server = {n: canon(table(spark, n).collect()) for n in GOLD_TABLES}
+    ok(["analytics", "--full"], IN_PROCESS)
+    for name in GOLD_TABLES:
+        assert canon(table(spark, name).collect()) == on_server[name], name
 
 
 # Every kind of value a query can return, for the direct client's conversion (structs, maps,

@@ -11,10 +11,13 @@ def run(args: list[str]) -> int:
     from logberg.lakehouse.sqlshell import exec_spark_sql
 
     env = environment.current()
-    if env.uses_server():
+    server = env.server() if env.uses_server() else None
+    if server is not None:
         from logberg.lakehouse import connect_shell
+        from logberg.lakehouse.connect import remote_session
 
-        return connect_shell.run(env.session("logberg-sql"), args)
+        # a session of its own: what a user types may change it (SET, USE, temp views)
+        return connect_shell.run(remote_session(server), args)
     cfg = env.lakehouse_config()
     return exec_spark_sql(cfg, env.spark_runtime(cfg), args)
 

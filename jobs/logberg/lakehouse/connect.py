@@ -22,9 +22,11 @@ import enum
 import logging
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from logberg.errors import ConfigError, ServiceError
+from logberg.lakehouse import connect_pool
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -63,6 +65,9 @@ class ConnectServer:
     # How often an unavailable server is retried (backoff 50 ms x4 each time: about 4 s in
     # all for 4), where the client's default waits up to 10 minutes.
     retries: int = 4
+    # The directory of its session slots for job commands (`connect_pool`); None: every
+    # client has a session of its own.
+    sessions: str | None = None
 
     @property
     def url(self) -> str:
@@ -87,17 +92,46 @@ def active() -> ConnectServer | None:
     return _active
 
 
-def remote_session(server: ConnectServer, whole_process: bool = True) -> SparkSession:
+def remote_session(
+    server: ConnectServer, whole_process: bool = True, reuse: bool = False
+) -> SparkSession:
     """A session on the server, checked with one round trip: a server that does not answer
     or refuses the token fails here, before the command does any work.
 
     `whole_process`: this process is a Spark Connect client from now on. PySpark's column
     functions (`pyspark.sql.functions`) build Connect expressions only when the process is
     marked so (what `SparkSession.builder.remote` does); a process that also holds an
-    in-process session (a test, a readiness check) passes False and uses SQL alone."""
+    in-process session (a test, a readiness check) passes False and uses SQL alone.
+
+    `reuse`: a job command's session, taken up from the server's session slots where it
+    has them (`connect_pool`: the server's compiled code is reused); else a session of its
+    own, released when the process ends."""
     global _active
     if whole_process:
         os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+    held = connect_pool.lease(Path(server.sessions)) if reuse and server.sessions else None
+    try:
+        spark = _open(server, held.session_id if held else None)
+    except _Closed:  # the server ended the slot's session (idle): a new one
+        assert held is not None
+        spark = _open(server, held.renew())
+    except BaseException:
+        if held is not None:
+            held.end()  # the session was never used: still clean
+        raise
+    _active = server
+    # The server keeps a session (its temp views, its settings) until it is released or
+    # idles out: a command releases its own when it ends, or hands its slot on.
+    atexit.register(release, spark) if held is None else atexit.register(held.end)
+    session: SparkSession = spark  # the jobs use the API both sessions share
+    return session
+
+
+class _Closed(Exception):
+    """The server closed the session of this id: it takes no new work."""
+
+
+def _open(server: ConnectServer, session_id: str | None) -> Any:
     try:
         from pyspark.sql.connect.client.core import DefaultChannelBuilder
         from pyspark.sql.connect.client.retries import DefaultPolicy
@@ -107,25 +141,26 @@ def remote_session(server: ConnectServer, whole_process: bool = True) -> SparkSe
             f"{MODE_ENV}: Spark Connect's client is not installed ({e.name}); install "
             "logberg[connect], or set LOGBERG_SPARK_MODE=in-process"
         ) from None
-    builder = DefaultChannelBuilder(server.channel())
-    spark: Any = RemoteSession.builder.channelBuilder(builder).create()
+    url = server.channel() + (f";session_id={session_id}" if session_id else "")
+    spark: Any = RemoteSession.builder.channelBuilder(DefaultChannelBuilder(url)).create()
     spark.client.set_retry_policies([DefaultPolicy(max_retries=server.retries, max_backoff=5000)])
-    _active = server
     try:
         spark.conf.get("spark.app.id")
     except Exception as e:  # gRPC and Spark errors differ by version
-        _active = None
         text = str(e)
+        if session_id and "SESSION_CLOSED" in text:
+            # This client is PySpark's active session now: stop it (the server has
+            # released its session already), or PySpark's own calls would go to it.
+            spark.release_session_on_close = False
+            with contextlib.suppress(Exception):
+                spark.stop()
+            raise _Closed(text) from None
         if "UNAUTHENTICATED" in text or "authentication" in text.lower():
             raise ConfigError(
                 f"{server.token_source}: {server.described} at {server.url} refused the token"
             ) from None
         raise ServiceError(f"{server.where()} does not answer: {first_line(text)}") from None
-    # The server keeps a session (its temp views, its settings) until it is released or
-    # idles out; a command releases its own when it ends.
-    atexit.register(release, spark)
-    session: SparkSession = spark  # the jobs use the API both sessions share
-    return session
+    return spark
 
 
 def release(spark: Any) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import os
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -51,8 +52,6 @@ def channel(server: ConnectServer) -> grpc.Channel:
 
 def user_id() -> str:
     """Who the session is for (PySpark's default: SPARK_USER, else the login name)."""
-    import os
-
     return os.environ.get("SPARK_USER") or os.environ.get("USER") or getpass.getuser()
 
 

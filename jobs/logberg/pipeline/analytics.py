@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -422,6 +423,13 @@ class Write:
             writer.overwrite(F.expr(self.replace))
 
 
+def raise_first(futures: Sequence[Future[Any]]) -> None:
+    """Raise the first error of `futures` (all done), if any."""
+    errors = [e for e in (f.exception() for f in futures) if e is not None]
+    if errors:
+        raise errors[0]
+
+
 def concurrently(steps: Sequence[Callable[[], object]]) -> None:
     """Run every step at once, each in its own thread: Spark runs concurrent jobs of one
     session (and a Spark Connect session concurrent queries), so small jobs fill the cores
@@ -429,9 +437,7 @@ def concurrently(steps: Sequence[Callable[[], object]]) -> None:
     to its end before the first error is raised, so none is left running."""
     with ThreadPoolExecutor(max_workers=max(1, len(steps)), thread_name_prefix="analytics") as pool:
         futures = [pool.submit(step) for step in steps]
-    errors = [e for e in (f.exception() for f in futures) if e is not None]
-    if errors:
-        raise errors[0]
+    raise_first(futures)
 
 
 # A cached rollup this small is read as one partition: every table's grouping, ranking and
@@ -440,8 +446,12 @@ def concurrently(steps: Sequence[Callable[[], object]]) -> None:
 ONE_PARTITION_ROWS = 1_000_000
 
 
-def narrowed(df: DataFrame, rows: int) -> DataFrame:
-    """`df` (cached, `rows` rows) as one partition when it is small enough."""
+def cached(df: DataFrame, held: list[DataFrame]) -> DataFrame:
+    """`df` persisted (added to `held`, to unpersist at the end) and computed; read as one
+    partition when it is small enough."""
+    df = df.persist()
+    held.append(df)
+    rows = df.count()
     return df.coalesce(1) if rows <= ONE_PARTITION_ROWS else df
 
 
@@ -461,35 +471,43 @@ def write_all(catalog: str, writes: Sequence[Write], steps: dict[str, float]) ->
     concurrently([functools.partial(timed, w, f"{catalog}.{w.table}") for w in writes])
 
 
-def write_top_ips(
-    catalog: str,
+def top_ip_writes(
     logs: DataFrame,
     devices: DataFrame,
     day_devices: DataFrame,
-    daily: Table,
-    weekly: Table,
+    tables: tuple[Table, Table],
     n: int,
-    steps: dict[str, float],
-    cached: list[DataFrame],
-) -> None:
-    """daily and weekly top IPs: rank the addresses (address_devices), count the paths of
-    the ranked ones in `logs` (one grouping, cached for both tables), then both writes."""
-    t = time.monotonic()
+    held: list[DataFrame],
+) -> list[Write]:
+    """The daily and weekly top-IP writes (`tables`): rank the addresses (address_devices
+    rows, cached), then count the paths of the ranked ones in `logs`: one grouping, cached
+    for both tables."""
     by_day = ranked_ips(day_devices, n, weekly=False)
     by_week = ranked_ips(devices, n, weekly=True)
     listed = [r.ip_address for r in ranked_addresses([by_day, by_week]).collect()]
-    paths = address_paths(of_listed(logs, listed)).persist()
-    cached.append(paths)
-    paths = narrowed(paths, paths.count())
-    steps[f"{daily.name}_paths"] = round(time.monotonic() - t, 2)
-    write_all(
-        catalog,
-        [
-            Write(daily, with_paths(by_day, paths, weekly=False)),
-            Write(weekly, with_paths(by_week, paths, weekly=True)),
-        ],
-        steps,
-    )
+    paths = cached(address_paths(of_listed(logs, listed)), held)
+    daily, weekly = tables
+    return [
+        Write(daily, with_paths(by_day, paths, weekly=False)),
+        Write(weekly, with_paths(by_week, paths, weekly=True)),
+    ]
+
+
+def human_writes(
+    catalog: str,
+    week_logs: DataFrame,
+    on_days: str,
+    n: int,
+    held: list[DataFrame],
+    steps: dict[str, float],
+) -> None:
+    """daily_top_ips_humans and weekly_top_ips_humans (--exclude-bots), written: their own
+    address_devices rollup (of the requests without a bot agent), cached for both."""
+    humans = week_logs.where(~F.col("is_bot"))
+    devices = cached(address_devices(humans), held)
+    tables = (DAILY_TOP_IPS_HUMANS, WEEKLY_TOP_IPS_HUMANS)
+    writes = top_ip_writes(humans, devices, devices.where(on_days), tables, n, held)
+    write_all(catalog, writes, steps)
 
 
 def tables_of(
@@ -502,56 +520,46 @@ def tables_of(
 ) -> None:
     """Every table's rows for `days` and `weeks`, written. The weeks hold the days: two
     cached rollups of their rows (address x device per day, and hour x status) serve the
-    daily and weekly tables. Each write starts as soon as what it reads is ready, so the
-    longest chain (address_devices, the ranking, the ranked addresses' paths, the top-IP
-    writes) starts first and the rest fill the cores around it."""
+    daily and weekly tables. The longest chain (address_devices, the ranking, the ranked
+    addresses' paths) has the cores first; then every table is written at once."""
     t = time.monotonic()
     timing = [c for c in TIMING_COLUMNS if c in logs.columns]  # none before --log-format
     week_logs = logs.where(sql.dates_in("date", week_days(weeks)))
     on_days = sql.dates_in("date", days)
     n = cfg.top_n
-    devices = address_devices(week_logs).persist()
-    hours = hour_rollup(week_logs).persist()
-    cached = [devices, hours]
-    pending: list[Future[None]] = []
+    held: list[DataFrame] = []
+    humans: list[Future[None]] = []
     catalog = spark.catalog.currentCatalog()  # in this thread (see write_all)
     try:
-        with ThreadPoolExecutor(max_workers=8, thread_name_prefix="analytics") as pool:
-            hour_rows = pool.submit(hours.count)
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="analytics") as pool:
+            hours_ready = pool.submit(cached, hour_rollup(week_logs), held)
+            devices = cached(address_devices(week_logs), held)
+            steps["address_devices"] = round(time.monotonic() - t, 2)
+            day_devices = devices.where(on_days)
+            tables = (DAILY_TOP_IPS, WEEKLY_TOP_IPS)
+            writes = top_ip_writes(week_logs, devices, day_devices, tables, n, held)
+            steps["top_ips_paths"] = round(time.monotonic() - t, 2)
+            if cfg.exclude_bots:
+                by = (catalog, week_logs, on_days, n, held, steps)
+                humans.append(pool.submit(human_writes, *by))
+            writes += [
+                Write(DAILY_TOP_DEVICES, top_devices(day_devices, n, weekly=False)),
+                Write(WEEKLY_TOP_DEVICES, top_devices(devices, n, weekly=True)),
+            ]
             if "request_time_ms" in timing:
                 latency = daily_latency(logs.where(on_days), cfg.top_n, cfg.latency_min_hits)
                 # replaces these days whole, even with nothing: a day re-ingested without
                 # timing keeps no stale rows
-                later = [Write(DAILY_LATENCY, latency, replace=on_days)]
-                pending.append(pool.submit(write_all, catalog, later, steps))
-            if cfg.exclude_bots:
-                humans = week_logs.where(~F.col("is_bot"))
-                human_devices = address_devices(humans)
-                by = (humans, human_devices, human_devices.where(on_days))
-                tables = (DAILY_TOP_IPS_HUMANS, WEEKLY_TOP_IPS_HUMANS)
-                pending.append(pool.submit(write_top_ips, catalog, *by, *tables, n, steps, cached))
-            devices = narrowed(devices, devices.count())
-            steps["address_devices"] = round(time.monotonic() - t, 2)
-            day_devices = devices.where(on_days)
-            by = (week_logs, devices, day_devices)
-            tables = (DAILY_TOP_IPS, WEEKLY_TOP_IPS)
-            pending.append(pool.submit(write_top_ips, catalog, *by, *tables, n, steps, cached))
-            writes = [
-                Write(DAILY_TOP_DEVICES, top_devices(day_devices, n, weekly=False)),
-                Write(WEEKLY_TOP_DEVICES, top_devices(devices, n, weekly=True)),
-            ]
-            pending.append(pool.submit(write_all, catalog, writes, steps))
-            hours = narrowed(hours, hour_rows.result())
+                writes.append(Write(DAILY_LATENCY, latency, replace=on_days))
+            hours = hours_ready.result()
             steps["hour_rollup"] = round(time.monotonic() - t, 2)
-            summary = [Write(WEEKLY_ANALYTICS, summary_from(hours, devices))]
-            pending.append(pool.submit(write_all, catalog, summary, steps))
+            writes.append(Write(WEEKLY_ANALYTICS, summary_from(hours, devices)))
+            write_all(catalog, writes, steps)
     finally:
-        # (the pool has waited for every write: none is left running)
-        for df in cached:
+        # (the pool has waited for every step: none is left running)
+        for df in held:
             df.unpersist()
-    errors = [e for e in (f.exception() for f in pending) if e is not None]
-    if errors:
-        raise errors[0]
+    raise_first(humans)
     steps["tables"] = round(time.monotonic() - t, 2)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -75,6 +76,11 @@ def state_file(s: LocalSettings) -> Path:
     return s.run / "spark-connect.json"
 
 
+def sessions_dir(s: LocalSettings) -> Path:
+    """The server's session slots (`logberg.lakehouse.connect_pool`)."""
+    return s.run / "spark-connect-sessions"
+
+
 def token_file(s: LocalSettings) -> Path:
     return s.run / "spark-connect.token"
 
@@ -118,6 +124,10 @@ def argv(s: LocalSettings, cfg: LakehouseConfig, runtime: SparkRuntime, at: int)
             "spark.connect.grpc.port.maxRetries": "0",  # the port given, or fail
             # Clients share the server's cores: a short query is not queued behind a job.
             "spark.scheduler.mode": "FAIR",
+            # Compiled query code, per session class loader (Spark's default keeps 100: less
+            # than one analytics run compiles). Job commands reuse sessions (connect_pool),
+            # so the code of a run is there for the next.
+            "spark.sql.codegen.cache.maxEntries": "2000",
         }
     )
     out = [
@@ -204,6 +214,7 @@ def client(s: LocalSettings, state: Served) -> ConnectServer:
         log=str(service(s).log_file),
         token_source=str(token_file(s)),
         described="the local Spark Connect server",
+        sessions=str(sessions_dir(s)),
     )
 
 
@@ -222,4 +233,5 @@ def check_same(cfg: LakehouseConfig, state: Served) -> None:
 def stop(s: LocalSettings) -> bool:
     was = service(s).stop()
     state_file(s).unlink(missing_ok=True)
+    shutil.rmtree(sessions_dir(s), ignore_errors=True)
     return was

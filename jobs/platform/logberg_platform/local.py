@@ -225,6 +225,6 @@ def command_session(
         why = f"{in_process} runs in-process" if in_process else f"{MODE_ENV}={spark_mode().value}"
         log.info("spark: in-process, %s (%s)", master, why)
         return spark
-    spark = remote_session(server)
+    spark = remote_session(server, reuse=True)
     log_server(s, server)
     return spark
