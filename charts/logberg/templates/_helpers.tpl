@@ -61,11 +61,13 @@ app.kubernetes.io/part-of: logberg
   "spark.sql.catalog.logberg.uri" $uri
   "spark.sql.catalog.logberg.warehouse" $wh
   "spark.sql.catalog.logberg.cache-enabled" "false"
+  "spark.sql.catalog.logberg.clients" "8"
   "spark.sql.defaultCatalog" "logberg"
   "spark.sql.catalog.spark_catalog" "org.apache.iceberg.spark.SparkSessionCatalog"
   "spark.sql.catalog.spark_catalog.type" "hive"
   "spark.sql.catalog.spark_catalog.uri" $uri
   "spark.sql.catalog.spark_catalog.warehouse" $wh
+  "spark.sql.catalog.spark_catalog.clients" "8"
   "spark.sql.catalogImplementation" "hive"
   "spark.hadoop.hive.metastore.uris" $uri
   "spark.sql.warehouse.dir" $wh
