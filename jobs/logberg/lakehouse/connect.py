@@ -111,10 +111,11 @@ def remote_session(
         os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
     held = connect_pool.lease(Path(server.sessions)) if reuse and server.sessions else None
     try:
-        spark = _open(server, held.session_id if held else None)
-    except _Closed:  # the server ended the slot's session (idle): a new one
-        assert held is not None
-        spark = _open(server, held.renew())
+        try:
+            spark = _open(server, held.session_id if held else None)
+        except _Closed:  # the server ended the slot's session (idle): a new one
+            assert held is not None
+            spark = _open(server, held.renew())
     except BaseException:
         if held is not None:
             held.end()  # the session was never used: still clean
@@ -122,7 +123,10 @@ def remote_session(
     _active = server
     # The server keeps a session (its temp views, its settings) until it is released or
     # idles out: a command releases its own when it ends, or hands its slot on.
-    atexit.register(release, spark) if held is None else atexit.register(held.end)
+    if held is None:
+        atexit.register(release, spark)
+    else:
+        atexit.register(held.end)
     session: SparkSession = spark  # the jobs use the API both sessions share
     return session
 
