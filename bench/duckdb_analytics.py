@@ -8,7 +8,7 @@ LIST is a text file with one Parquet path per line: the data files of logberg's
 the same bytes. With --input, the date-partitioned Parquet that duckdb_ingest.py wrote is
 read instead (its rejects, the date=NULL partition, are left out).
 
-The tables are the ones jobs/logberg/pipeline/analytics.py builds, with the same columns,
+The tables are the ones jobs/logberg/pipeline/analytics/ builds, with the same columns,
 ranks (1..N by count desc, then key asc) and ISO weeks: daily_top_ips, weekly_top_ips,
 daily_top_devices, weekly_top_devices, weekly_analytics (without processed_timestamp). Each
 is written to DIR/<table>.parquet. Prints one JSON line: {"seconds": .., "rows": {..}}.

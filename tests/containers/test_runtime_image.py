@@ -35,7 +35,7 @@ def test_the_spark_image_holds_the_runtime_and_no_tooling(
     assert not found["platform_importable"]
     assert found["commands"] == [] and found["environments"] == []
     ours = [f for f in found["files"] if f.startswith(("logberg", "generator"))]
-    assert "logberg/cli/ingest.py" in ours and "logberg/pipeline/analytics.py" in ours
+    assert "logberg/cli/ingest.py" in ours and "logberg/pipeline/analytics/job.py" in ours
     assert [f for f in ours if any(t in f"/{f}" for t in TOOLING)] == []
     # Nowhere else in the image either (the build stage that compiles the parser had it).
     proc = engine.once(
