@@ -146,6 +146,9 @@ def test_full_ingest_beside_an_incremental_one(spark: SparkSession, tmp_path: Pa
     ) as w:
         got = w.release(0)
     assert summary(got["full"])["files"] == len(first["files"]) + len(new["files"])
+    # The files the ledger listed are the full run's own to replace: only the new ones, if
+    # the incremental run committed them first, were another writer's.
+    assert summary(got["full"])["replaced_concurrent"] in (0, len(new["files"]))
     assert summary(got["incremental"])["files"] in (0, len(new["files"]))
     for manifest in (first, new):
         assert counts(spark, manifest) == expected(manifest)

@@ -129,6 +129,9 @@ def test_rerun_adds_nothing(spark, dataset) -> None:
     assert "files=0" in again.stdout  # incremental: nothing new to read
     full = ingest(landing, "--full")
     assert f"files={len(manifest['files'])}" in full.stdout
+    # its own earlier rows, which the ledger lists: not another writer's
+    assert "replaced_concurrent=0" in full.stdout
+    assert "another writer" not in full.stderr
     assert counts(spark, manifest) == expected(manifest)
 
 

@@ -194,10 +194,13 @@ def run_batches(
 
     `ledger_of_these_only`: look up only these files in the ledger (a micro-batch's few),
     instead of reading the whole ledger (a batch run's whole listing)."""
-    if cfg.full or not files:
-        state = {}
-    else:
-        state = ledger_state(spark, [f.uri for f in files] if ledger_of_these_only else None)
+    # Read with --full too: the rows of the files it lists are this table's own, expected to
+    # be replaced (not another writer's).
+    state = (
+        ledger_state(spark, [f.uri for f in files] if ledger_of_these_only else None)
+        if files
+        else {}
+    )
     todo, changed = plan(files, state, cfg.full, run_id)
     total = BatchResult()
     extras = tables.add_columns(spark, ACCESS_LOGS, cfg.reading.columns())
