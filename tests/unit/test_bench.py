@@ -62,3 +62,21 @@ def test_duckdb_ingest_then_analytics_over_its_output(tmp_path: Path) -> None:
         0
     ]
     assert total == totals["valid"]
+
+
+def test_warm_medians_leave_the_new_servers_first_round_out() -> None:
+    from bench.warm import summary, table_rows
+
+    run = {"ingest_wall_s": 18.0, "analytics_wall_s": 7.0, "duckdb_analytics_wall_s": 3.5}
+    first = {"ingest_wall_s": 28.0, "analytics_wall_s": 13.0, "duckdb_analytics_wall_s": 3.5}
+    w = {"first_round": [first], "runs": [run, run | {"ingest_wall_s": 16.0}, run]}
+    got = summary(w, {"wall_s": 14.4}, 5_000_000)
+    assert (got["warm_first_ingest_s"], got["warm_first_analytics_s"]) == (28.0, 13.0)
+    assert (got["warm_ingest_s"], got["warm_analytics_s"]) == (18.0, 7.0)
+    assert got["warm_ingest_ratio_vs_duckdb"] == 0.8 and got["warm_analytics_vs_duckdb"] == 2.0
+    rows = dict(table_rows(got))
+    assert rows["warm: the server's first ingest / analytics s (not in the medians)"] == (
+        "28.0 / 13.0"
+    )
+    # a run without the warm section: nothing made up
+    assert summary(None, {}, 5_000_000)["warm_first_ingest_s"] is None
