@@ -321,7 +321,14 @@ def test_query_prints_the_same_values_and_errors_in_both_modes(server: LocalSett
         assert r.returncode == 1, (mode, r.stderr[-2000:])
         assert "logberg: error: [TABLE_OR_VIEW_NOT_FOUND]" in r.stderr, mode
         assert "Traceback" not in r.stderr, mode
+        assert "QueryContextLogger" not in r.stderr, mode  # PySpark's JSON copy of the error
         assert r.stdout == "", mode
+    # ... which --log-level DEBUG shows (in-process: where PySpark converts the error)
+    r = run_logberg(
+        ["--log-level", "DEBUG", "query", "SELECT * FROM nginx_logs.no_such_table"],
+        MODES["in-process"],
+    )
+    assert r.returncode == 1 and '"logger": "SQLQueryContextLogger"' in r.stderr, r.stderr[-2000:]
 
 
 # -- settings that fail fast ----------------------------------------------------------------

@@ -8,6 +8,10 @@ import logging
 import sys
 
 log = logging.getLogger("logberg")
+# PySpark logs every error it converts that carries a query context, as JSON with a stack
+# trace, when the exception is made: also errors a job expects and handles. An error that
+# ends a command is logberg's own one line; these show with --log-level DEBUG.
+QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 
 
 class JsonFormatter(logging.Formatter):
@@ -33,3 +37,13 @@ def configure_logging(fmt: str, level: str) -> None:
     log.handlers[:] = [handler]
     log.setLevel(level.upper())
     log.propagate = False
+
+
+def quiet_query_context_logs() -> None:
+    """Silence PySpark's query-context error logs unless logberg logs at DEBUG. Called where
+    a command starts Spark (importing PySpark costs 0.3 s: not for every command)."""
+    from pyspark.logger import PySparkLogger
+
+    show = log.isEnabledFor(logging.DEBUG)
+    for name in QUERY_CONTEXT_LOGGERS:
+        PySparkLogger.getLogger(name).disabled = not show

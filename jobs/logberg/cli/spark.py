@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from logberg.cli.logs import quiet_query_context_logs
 from logberg.lakehouse import environment
 
 if TYPE_CHECKING:
@@ -14,6 +15,7 @@ if TYPE_CHECKING:
 def session(app_name: str, in_process: str | None = None) -> SparkSession:
     """In a cluster: LOGBERG_* settings, Spark as submitted. Else the local platform.
     `in_process`: this command (named) runs in-process whatever server runs."""
+    quiet_query_context_logs()
     return environment.current().session(app_name, in_process)
 
 

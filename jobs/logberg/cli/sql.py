@@ -13,9 +13,11 @@ def run(args: list[str]) -> int:
     env = environment.current()
     server = env.server() if env.uses_server() else None
     if server is not None:
+        from logberg.cli.logs import quiet_query_context_logs
         from logberg.lakehouse import connect_shell
         from logberg.lakehouse.connect import remote_session
 
+        quiet_query_context_logs()  # a statement's error is the shell's one line
         # a session of its own: what a user types may change it (SET, USE, temp views)
         return connect_shell.run(remote_session(server), args)
     cfg = env.lakehouse_config()
