@@ -15,7 +15,7 @@ import pytest
 from logberg import cli
 from logberg.cli.command import Command, config_from
 
-PLATFORM = {"local", "doctor", "cluster", "k8s", "images", "setup"}
+PLATFORM = {"local", "ui", "doctor", "cluster", "k8s", "images", "setup"}
 
 
 def test_every_runtime_module_declares_its_command_and_the_platform_joins_by_entry_point() -> None:

@@ -17,7 +17,7 @@ from logberg.lakehouse.connect import (
     spark_mode,
 )
 from logberg.lakehouse.session import JIT_OPTIONS, LakehouseConfig, SparkRuntime, build_session
-from logberg_platform import connect_server, metastore, s3server, setup_artifacts
+from logberg_platform import connect_server, history, metastore, s3server, setup_artifacts
 from logberg_platform.local_settings import LocalSettings, java_home
 from logberg_platform.supervisor import port_open
 
@@ -44,11 +44,17 @@ def _layout(s: LocalSettings) -> None:
         d.mkdir(parents=True, exist_ok=True)
 
 
-def up(s: LocalSettings, with_s3: bool = False, with_connect: bool = True) -> list[str]:
+def up(
+    s: LocalSettings, with_s3: bool = False, with_connect: bool = True, with_history: bool = False
+) -> list[str]:
     """Start what is not running yet; returns lines to print. `with_connect`: also the
-    Spark Connect server (connect_server), once the metastore answers."""
+    Spark Connect server (connect_server), once the metastore answers. `with_history`:
+    also Spark's History Server over this home's event logs (history)."""
     if with_connect:
         connect_server.check_port(s)  # a wrong port fails before anything starts
+    if with_history:
+        history.check_port(s)
+    history.event_log_enabled()  # so does a wrong LOGBERG_EVENT_LOG
     _layout(s)
     lines = []
     s3_env = None
@@ -67,6 +73,8 @@ def up(s: LocalSettings, with_s3: bool = False, with_connect: bool = True) -> li
         cfg = lakehouse_config(s)
         server = connect_server.start(s, cfg, spark_runtime(s, cfg))
         lines.append(f"spark     {server.url}  (Spark Connect, warm)")
+    if with_history:
+        lines.append(f"history   {history.start(s).url}  (Spark History Server)")
     lines.append(f"home      {s.home}")
     return lines
 
@@ -75,7 +83,7 @@ def down(s: LocalSettings) -> list[str]:
     """Stop only what `up` started under this home."""
     was = connect_server.stop(s)  # first: it is the metastore's and S3 server's client
     lines = [f"{connect_server.service(s).name}: {'stopped' if was else 'was not running'}"]
-    for svc in (metastore.service(s), s3server.service(s)):
+    for svc in (history.service(s), metastore.service(s), s3server.service(s)):
         lines.append(f"{svc.name}: {'stopped' if svc.stop() else 'was not running'}")
     return lines
 
@@ -102,6 +110,11 @@ def status(s: LocalSettings) -> list[Status]:
     where = f"sc://localhost:{state.port}" if state else f"port {connect_server.port(s)}"
     running = state is not None and port_open(state.port)
     out.append(Status(sc.name, running, pid, where, str(sc.log_file)))
+    hs = history.service(s)
+    found = history.running(s)
+    where = found.url if found else f"port {history.port()}"
+    running = found is not None and port_open(found.port)
+    out.append(Status(hs.name, running, hs.pid(), where, str(hs.log_file)))
     return out
 
 
@@ -148,6 +161,7 @@ def spark_runtime(s: LocalSettings, cfg: LakehouseConfig) -> SparkRuntime:
         "spark.ui.enabled": os.environ.get("LOGBERG_SPARK_UI", "false"),
         "spark.ui.showConsoleProgress": "false",
         "spark.log.level": os.environ.get("LOGBERG_LOG_LEVEL", "WARN"),
+        **history.event_log_conf(s),
     }
     return SparkRuntime(
         master=os.environ.get("LOGBERG_SPARK_MASTER") or "local[*]",
@@ -223,7 +237,9 @@ def command_session(
         spark = session(app_name, s)
         master = spark.conf.get("spark.master")
         why = f"{in_process} runs in-process" if in_process else f"{MODE_ENV}={spark_mode().value}"
-        log.info("spark: in-process, %s (%s)", master, why)
+        # The application id names the run in the History Server (`logberg ui`).
+        app = spark.sparkContext.applicationId
+        log.info("spark: in-process, %s (%s), application %s", master, why, app)
         return spark
     spark = remote_session(server, reuse=True)
     log_server(s, server)

@@ -11,7 +11,16 @@ def up(a: argparse.Namespace) -> int:
     from logberg_platform import local
     from logberg_platform.local_settings import LocalSettings
 
-    print("\n".join(local.up(LocalSettings.from_env(), with_s3=a.s3, with_connect=a.connect)))
+    print(
+        "\n".join(
+            local.up(
+                LocalSettings.from_env(),
+                with_s3=a.s3,
+                with_connect=a.connect,
+                with_history=a.history,
+            )
+        )
+    )
     return 0
 
 
@@ -44,6 +53,11 @@ def arguments(p: argparse.ArgumentParser) -> None:
         dest="connect",
         action="store_false",
         help="do not start the Spark Connect server (commands then start Spark in-process)",
+    )
+    u.add_argument(
+        "--history",
+        action="store_true",
+        help="also start Spark's History Server over this home's event logs (`logberg ui`)",
     )
     action(sub, "down", down, "stop only what `up` started under this LOGBERG_HOME")
     action(sub, "status", status, "what runs where")
