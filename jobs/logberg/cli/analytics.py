@@ -64,10 +64,15 @@ def analytics_config(a: argparse.Namespace) -> AnalyticsConfig:
 
 
 def run(a: argparse.Namespace) -> int:
+    from logberg.pipeline import metrics
     from logberg.pipeline.analytics import analytics
 
     cfg = analytics_config(a)  # a wrong option fails before Spark starts
-    print(analytics(session("logberg-analytics"), cfg).summary(), flush=True)
+    gateway = metrics.gateway()  # so does a wrong LOGBERG_PUSHGATEWAY
+    spark = session("logberg-analytics")
+    result = analytics(spark, cfg)
+    print(result.summary(), flush=True)
+    metrics.push_analytics(gateway, spark, result)
     return 0
 
 

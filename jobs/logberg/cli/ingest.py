@@ -136,9 +136,11 @@ def ingest_config(a: argparse.Namespace, follow: FollowConfig | None = None) -> 
 
 
 def run(a: argparse.Namespace) -> int:
+    from logberg.pipeline import metrics
     from logberg.pipeline.ingest.batch import ingest
 
     cfg = ingest_config(a, follow_config(a))
+    gateway = metrics.gateway()  # a wrong LOGBERG_PUSHGATEWAY fails before Spark starts
     if cfg.follow is None:
         spark = session("logberg-ingest")
     else:
@@ -147,7 +149,9 @@ def run(a: argparse.Namespace) -> int:
         # would run in a worker of the server, apart from that state.
         spark = session("logberg-ingest-follow", in_process="ingest --follow")
     if cfg.follow is None:
-        print(ingest(spark, cfg).summary(), flush=True)
+        result = ingest(spark, cfg)
+        print(result.summary(), flush=True)
+        metrics.push_ingest(gateway, spark, result)
         return 0
     from logberg.pipeline.analytics import AnalyticsConfig, analytics
     from logberg.pipeline.ingest.batch import IngestResult
@@ -155,9 +159,12 @@ def run(a: argparse.Namespace) -> int:
 
     def committed(batch_id: int, result: IngestResult) -> None:
         print(f"stream batch {batch_id} committed: {result.summary()}", flush=True)
+        metrics.push_ingest(gateway, spark, result)
 
     def refresh(s: SparkSession) -> None:
-        print(analytics(s, AnalyticsConfig()).summary(), flush=True)
+        result = analytics(s, AnalyticsConfig())
+        print(result.summary(), flush=True)
+        metrics.push_analytics(gateway, s, result)
 
     follow(spark, cfg, committed, refresh)
     return 0

@@ -15,12 +15,17 @@ def arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(a: argparse.Namespace) -> int:
+    from logberg.pipeline import metrics
     from logberg.pipeline.run import run as run_pipeline
 
     ingest_cfg, analytics_cfg = ingest.ingest_config(a), analytics.analytics_config(a)
-    ingested, analysed = run_pipeline(session("logberg-run"), ingest_cfg, analytics_cfg)
+    gateway = metrics.gateway()
+    spark = session("logberg-run")
+    ingested, analysed = run_pipeline(spark, ingest_cfg, analytics_cfg)
     print(ingested.summary(), flush=True)
     print(analysed.summary(), flush=True)
+    metrics.push_ingest(gateway, spark, ingested)
+    metrics.push_analytics(gateway, spark, analysed)
     return 0
 
 

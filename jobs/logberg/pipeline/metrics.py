@@ -1,0 +1,257 @@
+"""logberg's own metrics, `logberg_*`, pushed to a Prometheus Pushgateway at the end of a run.
+
+A batch job often ends before any scrape, so its figures are pushed, not served: the
+Pushgateway keeps the last push of each job (grouping key `job`, and `instance` when
+LOGBERG_METRICS_INSTANCE is set) until the next one replaces it, and Prometheus scrapes
+the Pushgateway (`honor_labels: true`). Every value is the last run's, as a gauge; the
+`*_last_success_timestamp_seconds` gauges give alerts the time since the last good run.
+
+LOGBERG_PUSHGATEWAY (http://host:port) turns pushing on; it is checked before Spark starts
+(a wrong URL or a gateway that does not answer names the setting). A push that fails after
+the run has committed is logged as an error: the tables are right, and the missing push
+shows in the alerts (no recent success).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from urllib.parse import quote, urlparse
+
+from logberg.errors import ConfigError
+from logberg.lakehouse import sql
+from logberg.lakehouse.schema import LEDGER, REJECTS
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from logberg.pipeline.analytics import AnalyticsResult
+    from logberg.pipeline.ingest.batch import IngestResult
+
+log = logging.getLogger(__name__)
+
+GATEWAY_ENV = "LOGBERG_PUSHGATEWAY"
+INSTANCE_ENV = "LOGBERG_METRICS_INSTANCE"
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One gauge: its name, help, and samples (labels, value)."""
+
+    name: str
+    help: str
+    samples: tuple[tuple[Mapping[str, str], float], ...]
+
+
+def gauge(name: str, help_text: str, *samples: tuple[Mapping[str, str], float]) -> Metric:
+    return Metric(name, help_text, tuple(samples))
+
+
+def _label_value(v: str) -> str:
+    return v.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _number(v: float) -> str:
+    return repr(float(v)) if not float(v).is_integer() else str(int(v))
+
+
+def exposition(metrics: Iterable[Metric]) -> str:
+    """The Prometheus text format (0.0.4) of `metrics`."""
+    out = []
+    for m in metrics:
+        out.append(f"# HELP {m.name} {m.help}")
+        out.append(f"# TYPE {m.name} gauge")
+        for labels, value in m.samples:
+            tags = ",".join(f'{k}="{_label_value(str(v))}"' for k, v in sorted(labels.items()))
+            series = f"{m.name}{{{tags}}}" if tags else m.name
+            out.append(f"{series} {_number(value)}")
+    return "\n".join(out) + "\n"
+
+
+def ingest_metrics(
+    result: IngestResult,
+    rejected_by_reason: Mapping[str, int],
+    newest_file: float | None,
+    now: float,
+) -> list[Metric]:
+    """One ingest run's figures. `newest_file`: the modification time (Unix) of the newest
+    file ingested so far (the ledger's), None while there is none."""
+    t = result.total
+    newest: tuple[tuple[Mapping[str, str], float], ...] = (
+        (({}, newest_file),) if newest_file is not None else ()
+    )
+    return [
+        gauge(
+            "logberg_ingest_lines",
+            "Lines the last ingest run read, by result (accepted into access_logs, or rejected).",
+            ({"result": "accepted"}, t.accepted),
+            ({"result": "rejected"}, t.rejected),
+        ),
+        gauge(
+            "logberg_ingest_rejected_lines",
+            "Lines the last ingest run rejected, by reason (access_logs_rejects.reason).",
+            *(({"reason": r}, n) for r, n in sorted(rejected_by_reason.items())),
+        ),
+        gauge("logberg_ingest_files", "Files the last ingest run read.", ({}, t.files)),
+        gauge("logberg_ingest_bytes", "Bytes the last ingest run read.", ({}, t.bytes)),
+        gauge(
+            "logberg_ingest_step_seconds",
+            "Seconds each step of the last ingest run took.",
+            *(({"step": s}, v) for s, v in t.seconds.items()),
+        ),
+        gauge(
+            "logberg_ingest_duration_seconds",
+            "Seconds the last ingest run took.",
+            ({}, result.duration_s),
+        ),
+        gauge(
+            "logberg_ingest_newest_file_timestamp_seconds",
+            "Modification time of the newest file ingested so far (Unix time): the ingest lag "
+            "is time() minus this.",
+            *newest,
+        ),
+        gauge(
+            "logberg_ingest_last_success_timestamp_seconds",
+            "When the last successful ingest run ended (Unix time).",
+            ({}, now),
+        ),
+    ]
+
+
+def analytics_metrics(
+    result: AnalyticsResult, rows: Mapping[str, tuple[int, int]], now: float
+) -> list[Metric]:
+    """One analytics run's figures; `rows`: per table, (rows its last commit wrote, rows it
+    holds)."""
+    return [
+        gauge(
+            "logberg_analytics_rows_written",
+            "Rows the last analytics run's commit wrote, per table.",
+            *(({"table": t}, w) for t, (w, _) in sorted(rows.items())),
+        ),
+        gauge(
+            "logberg_analytics_table_rows",
+            "Rows each gold table holds after the last analytics run.",
+            *(({"table": t}, h) for t, (_, h) in sorted(rows.items())),
+        ),
+        gauge(
+            "logberg_analytics_step_seconds",
+            "Seconds each step of the last analytics run took (a table's name: its write).",
+            *(({"step": k}, v) for k, v in result.steps.items()),
+        ),
+        gauge(
+            "logberg_analytics_dates",
+            "Dates (days) the last analytics run recomputed.",
+            ({}, len(result.days)),
+        ),
+        gauge(
+            "logberg_analytics_duration_seconds",
+            "Seconds the last analytics run took.",
+            ({}, result.duration_s),
+        ),
+        gauge(
+            "logberg_analytics_last_success_timestamp_seconds",
+            "When the last successful analytics run ended (Unix time).",
+            ({}, now),
+        ),
+    ]
+
+
+# ---- IO at the edges ----------------------------------------------------------------------
+
+
+def gateway() -> str | None:
+    """LOGBERG_PUSHGATEWAY, checked: None when unset; a wrong URL or a gateway that does not
+    answer is an error naming the setting (before the job starts)."""
+    url = os.environ.get(GATEWAY_ENV, "").strip().rstrip("/")
+    if not url:
+        return None
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ConfigError(f"{GATEWAY_ENV}={url!r}: expected http://host:port")
+    try:
+        with urllib.request.urlopen(f"{url}/-/ready", timeout=10) as r:
+            r.read()
+    except (urllib.error.URLError, OSError) as e:
+        raise ConfigError(f"{GATEWAY_ENV}={url}: the Pushgateway does not answer ({e})") from e
+    return url
+
+
+def push(url: str, job: str, metrics: Iterable[Metric]) -> None:
+    """Replace the group `job` (and LOGBERG_METRICS_INSTANCE) on the gateway with `metrics`;
+    a failure is logged, not raised (the run has committed)."""
+    where = f"{url}/metrics/job/{quote(job, safe='')}"
+    instance = os.environ.get(INSTANCE_ENV)
+    if instance:
+        where += f"/instance/{quote(instance, safe='')}"
+    body = exposition(metrics).encode()
+    req = urllib.request.Request(
+        where, data=body, method="PUT", headers={"Content-Type": CONTENT_TYPE}
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            r.read()
+        log.info("metrics: pushed %s to %s", job, url)
+    except (urllib.error.URLError, OSError) as e:
+        log.error("metrics: the push of %s to %s failed: %s", job, where, e)
+
+
+def rejected_by_reason(spark: SparkSession, run_id: str) -> dict[str, int]:
+    rows = spark.sql(
+        f"SELECT reason, count(*) AS n FROM {REJECTS} WHERE run_id = {sql.literal(run_id)} "
+        "GROUP BY reason"
+    ).collect()
+    return {str(r["reason"]): int(r["n"]) for r in rows}
+
+
+def newest_file(spark: SparkSession) -> float | None:
+    """The ledger's newest modification time (Unix), None while it lists no file."""
+    row = spark.sql(f"SELECT CAST(max(modification_time) AS DOUBLE) AS t FROM {LEDGER}").collect()[
+        0
+    ]
+    return None if row["t"] is None else float(row["t"])
+
+
+def table_rows(spark: SparkSession, tables: Iterable[str]) -> dict[str, tuple[int, int]]:
+    """Per table: (rows its current snapshot added, rows it holds), from the snapshots'
+    summaries (no scan of the data)."""
+    parts = [
+        f"SELECT '{t}' AS t, s.summary['added-records'] AS added, "
+        f"s.summary['total-records'] AS total FROM {t}.snapshots s "
+        f"JOIN {t}.refs r ON s.snapshot_id = r.snapshot_id WHERE r.name = 'main'"
+        for t in tables
+    ]
+    if not parts:
+        return {}
+    out = {}
+    for r in spark.sql(" UNION ALL ".join(parts)).collect():
+        out[str(r["t"]).rsplit(".", 1)[-1]] = (int(r["added"] or 0), int(r["total"] or 0))
+    return out
+
+
+def push_ingest(url: str | None, spark: SparkSession, result: IngestResult) -> None:
+    if url is None:
+        return
+    reasons = rejected_by_reason(spark, result.run_id) if result.total.rejected else {}
+    metrics = ingest_metrics(result, reasons, newest_file(spark), time.time())
+    push(url, "logberg_ingest", metrics)
+
+
+def push_analytics(url: str | None, spark: SparkSession, result: AnalyticsResult) -> None:
+    """The run's figures; rows for each gold table it wrote (its steps name them)."""
+    if url is None:
+        return
+    from logberg.lakehouse.schema import DATABASE
+    from logberg.pipeline.analytics import GOLD
+
+    gold = {t.name for t in GOLD} | {"daily_latency"}
+    written = [f"{DATABASE}.{k}" for k in result.steps if k in gold or k.endswith("_humans")]
+    rows = table_rows(spark, written)
+    push(url, "logberg_analytics", analytics_metrics(result, rows, time.time()))

@@ -1,0 +1,110 @@
+"""logberg's own metrics through a real Pushgateway and a real Prometheus that scrapes it:
+after an ingest, PromQL gives the manifest's accepted and rejected lines; after analytics,
+the rows each gold table holds; a wrong LOGBERG_PUSHGATEWAY fails before Spark starts."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from logberg.pipeline import metrics
+from logberg_platform.local_settings import LocalSettings
+from logberg_platform.supervisor import free_port
+from tests.conftest import run_logberg
+from tests.helpers.prometheus import Prometheus, running
+from tests.integration.test_ingest import generate
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("lakehouse")]
+
+IN_PROCESS = {"LOGBERG_SPARK_MODE": "in-process"}
+
+
+@pytest.fixture(scope="module")
+def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
+    with running(tmp_path_factory.mktemp("prometheus")) as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def landed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    out = tmp_path_factory.mktemp("metrics-landing")
+    return out, generate(out, 83)
+
+
+def test_ingest_and_analytics_push_what_they_did(
+    fresh_namespace: LocalSettings,
+    spark: SparkSession,
+    prom: Prometheus,
+    landed: tuple[Path, dict[str, Any]],
+) -> None:
+    out, manifest = landed
+    started = time.time()
+    env = {**IN_PROCESS, metrics.GATEWAY_ENV: prom.gateway}
+    r = run_logberg(["ingest", "--input", out.as_uri()], env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert f"metrics: pushed logberg_ingest to {prom.gateway}" in r.stderr
+
+    totals = manifest["totals"]
+    job = '{job="logberg_ingest"}'
+    assert (
+        prom.value('logberg_ingest_lines{job="logberg_ingest",result="accepted"}')
+        == (totals["valid"])
+    )
+    assert (
+        prom.value('logberg_ingest_lines{job="logberg_ingest",result="rejected"}')
+        == (totals["malformed_total"])
+    )
+    # By reason: the rejects table's reasons for the run, summed to the manifest's total.
+    by_reason = {
+        row["metric"]["reason"]: float(row["value"][1])
+        for row in prom.query(f"logberg_ingest_rejected_lines{job}")
+    }
+    table = {
+        r.reason: float(r.n)
+        for r in spark.sql(
+            "SELECT reason, count(*) AS n FROM nginx_logs.access_logs_rejects GROUP BY reason"
+        ).collect()
+    }
+    assert by_reason == table and sum(table.values()) == totals["malformed_total"]
+    assert prom.value(f"logberg_ingest_files{job}") == len(manifest["files"])
+    assert prom.value(f"logberg_ingest_last_success_timestamp_seconds{job}") >= started
+    newest = max(f.stat().st_mtime for f in out.rglob("dt=*/access-*"))
+    assert prom.value(f"logberg_ingest_newest_file_timestamp_seconds{job}") == pytest.approx(
+        newest, abs=1.0
+    )  # the ledger keeps the files' times to the millisecond
+
+    r = run_logberg(["analytics"], env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    for name in ("daily_top_ips", "weekly_top_devices", "weekly_top_ips"):
+        held = spark.sql(f"SELECT count(*) FROM nginx_logs.{name}").collect()[0][0]
+        assert held > 0
+        assert prom.value(f'logberg_analytics_table_rows{{table="{name}"}}') == held
+        assert prom.value(f'logberg_analytics_rows_written{{table="{name}"}}') == held
+    days = int(re.search(r"analytics: days=(\d+)", r.stdout).group(1))  # type: ignore[union-attr]
+    assert days > 0
+    assert prom.value('logberg_analytics_dates{job="logberg_analytics"}') == days
+    since = prom.value("time() - logberg_analytics_last_success_timestamp_seconds")
+    assert since >= 0
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("ftp://gateway:9091", "expected http://host:port"),
+        ("http://127.0.0.1:{port}", "does not answer"),
+    ],
+)
+def test_a_wrong_gateway_is_named_before_spark_starts(
+    lakehouse: LocalSettings, value: str, says: str
+) -> None:
+    setting = value.format(port=free_port())
+    r = run_logberg(["analytics"], {**IN_PROCESS, metrics.GATEWAY_ENV: setting})
+    assert r.returncode != 0
+    assert f"{metrics.GATEWAY_ENV}=" in r.stderr and says in r.stderr, r.stderr[-2000:]
+    assert "spark: in-process" not in r.stderr  # it failed before Spark started
