@@ -62,6 +62,16 @@ VARIANTS: dict[str, dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
         ),
         # The Spark Connect server (off by default), with its generated token Secret.
         "connect": (("values-kind.yaml",), ("connect.enabled=true", "ingest.enabled=true")),
+        # Metrics pushed to a Pushgateway, the alert rules and the drivers' PodMonitor.
+        "monitoring": (
+            ("values-kind.yaml",),
+            (
+                "ingest.enabled=true",
+                "monitoring.pushgatewayUrl=http://pushgateway.monitoring:9091",
+                "monitoring.prometheusRule.enabled=true",
+                "monitoring.podMonitor.enabled=true",
+            ),
+        ),
     },
     "logberg-dev": {"default": ((), ()), "local": (("values-local.yaml",), ())},
 }
@@ -158,8 +168,8 @@ def test_builtin_kinds_validate_against_k8s_131(chart: str, variant: str) -> Non
     import kubernetes_validate
 
     for doc in variant_docs(chart, variant):
-        if doc["apiVersion"].startswith("sparkoperator.k8s.io/"):
-            continue
+        if doc["apiVersion"].startswith(("sparkoperator.k8s.io/", "monitoring.coreos.com/")):
+            continue  # custom resources (the operators' CRDs)
         try:
             kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
         except kubernetes_validate.ValidationError as e:
@@ -1243,3 +1253,29 @@ def test_the_image_provides_what_the_operator_runs() -> None:
     dockerfile = (REPO / "images" / "spark" / "Dockerfile").read_text()
     assert "COPY --chmod=0755 images/spark/sbin/ /opt/spark/sbin/" in dockerfile
     assert "SPARK_HOME=/opt/spark" in dockerfile
+
+
+def test_monitoring_variant_pushes_and_scrapes_the_drivers() -> None:
+    """The drivers get the Pushgateway and the release as the metrics' instance; the
+    PodMonitor selects exactly this release's drivers (Spark labels them spark-role=driver)
+    on the UI port Spark names `spark-ui`."""
+    items = variant_docs("logberg", "monitoring")
+    app = one(items, "SparkApplication", "-ingest")
+    env = {e["name"]: e.get("value") for e in app["spec"]["driver"]["env"]}
+    assert env["LOGBERG_PUSHGATEWAY"] == "http://pushgateway.monitoring:9091"
+    assert env["LOGBERG_METRICS_INSTANCE"] == "logberg"
+    monitor = one(items, "PodMonitor")
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    driver_labels = {**app["spec"]["driver"]["labels"], "spark-role": "driver"}
+    assert selector.items() <= driver_labels.items() and selector["spark-role"] == "driver"
+    assert {e["port"] for e in monitor["spec"]["podMetricsEndpoints"]} == {"spark-ui"}
+    rule = one(items, "PrometheusRule")
+    alerts = {r["alert"] for g in rule["spec"]["groups"] for r in g["rules"]}
+    assert alerts == {
+        "LogbergIngestLag",
+        "LogbergRejectShare",
+        "LogbergSparkApplicationFailed",
+        "LogbergAnalyticsStale",
+    }
+    default = variant_docs("logberg", "default")
+    assert not by_kind(default, "PodMonitor") and not by_kind(default, "PrometheusRule")

@@ -120,6 +120,12 @@ spark.ui.port: {{ .Values.spark.metrics.port | quote }}
   value: {{ .Values.warehouse.uri | quote }}
 - name: LOGBERG_S3_PATH_STYLE
   value: {{ .Values.s3.pathStyleAccess | toString | quote }}
+{{- with .Values.monitoring.pushgatewayUrl }}
+- name: LOGBERG_PUSHGATEWAY
+  value: {{ . | quote }}
+- name: LOGBERG_METRICS_INSTANCE
+  value: {{ $.Release.Name | quote }}
+{{- end }}
 {{- with .Values.s3.endpoint }}
 - name: LOGBERG_S3_ENDPOINT
   value: {{ . | quote }}
