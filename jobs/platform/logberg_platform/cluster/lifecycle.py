@@ -368,12 +368,26 @@ def _running_tasks(s: ClusterSettings) -> list[str]:
     return [ln.split()[0] for ln in out.splitlines()[1:] if ln.split()[-1:] == ["RUNNING"]]
 
 
+TASKS_DIR = "io.containerd.runtime.v2.task"
+
+
 def _netns(s: ClusterSettings) -> list[Path]:
-    return (
-        [p for p in s.containerd_state.rglob("netns/*") if p.is_file()]
-        if s.containerd_state.exists()
-        else []
-    )
+    """The pod network namespaces still mounted under the runtime's state folder.
+
+    Walked while pods stop: folders vanish under the walk (`os.walk` skips them, where
+    `Path.rglob` raises), and the tasks' folders, which hold the containers' mounted root
+    file systems, are not entered.
+    """
+    return [p for p in _files(s.containerd_state, skip={TASKS_DIR}) if p.parent.name == "netns"]
+
+
+def _files(root: Path, skip: frozenset[str] | set[str] = frozenset()) -> list[Path]:
+    """Every file under `root`, tolerating folders removed during the walk."""
+    found = []
+    for here, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in skip]
+        found += [Path(here, f) for f in files]
+    return found
 
 
 def _kill_pod_processes(s: ClusterSettings, comps: dict[str, Supervised], log: Log) -> None:
@@ -386,10 +400,9 @@ def _kill_pod_processes(s: ClusterSettings, comps: dict[str, Supervised], log: L
                 )
     pids: set[int] = set()
     for cg in host.kubepods_cgroups():
-        if cg.exists():
-            for procs in cg.rglob("cgroup.procs"):
-                with contextlib.suppress(OSError, ValueError):
-                    pids |= {int(p) for p in procs.read_text().split()}
+        for procs in (f for f in _files(cg) if f.name == "cgroup.procs"):
+            with contextlib.suppress(OSError, ValueError):
+                pids |= {int(p) for p in procs.read_text().split()}
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, 9)
