@@ -34,7 +34,7 @@ KC = $(KUBECTL) $(if $(K8S_KUBECONFIG),--kubeconfig=$(K8S_KUBECONFIG)) $(if $(K8
 K8S = LOGBERG_CLUSTER_HOME=$(CLUSTER_HOME) LOGBERG_CLUSTER_CONTEXT=$(CLUSTER_CONTEXT) \
 	$(VENV)/bin/logberg k8s $(if $(K8S_KUBECONFIG),--kubeconfig=$(K8S_KUBECONFIG)) $(if $(K8S_CONTEXT),--context=$(K8S_CONTEXT)) --namespace=$(K8S_NAMESPACE)
 
-.PHONY: k8s-deploy k8s-demo k8s-examples sql-k8s kind-up kind-demo kind-down k8s-static
+.PHONY: k8s-deploy k8s-demo k8s-examples sql-k8s ui-k8s kind-up kind-demo kind-down k8s-static
 
 k8s-deploy: tools | $(CONTAINERS_CONF) ## deploy to K8S_TARGET (local|kind|eks; K8S_CONTEXT): images, dev backends, Spark Operator (CRDs first), metastore (+ helm test), logberg
 	$(IMAGES) build $(DEPLOY_IMAGES)
@@ -51,6 +51,9 @@ k8s-demo: ## on the deployed cluster: the generator Job, then `kubectl apply` of
 sql-k8s: ## spark-sql in the cluster's toolbox pod, through the metastore (interactive; or pipe SQL in: make sql-k8s < file.sql)
 	@$(NEED_KUBECTL)
 	@KC="$(KC)" charts/scripts/sql-k8s.sh
+
+ui-k8s: ## Spark UIs on a local port until Ctrl-C: the History Server and its applications, or APP=<SparkApplication> (its live driver, else its History Server pages)
+	$(K8S) ui $(APP)
 
 k8s-examples: tools ## regenerate charts/logberg/examples/*.yaml from the chart (values-kind.yaml)
 	$(K8S_PYTHON) charts/render_examples.py --helm=$(HELM)

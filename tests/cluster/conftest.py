@@ -55,6 +55,7 @@ ORDER = (
     "test_cluster_operator_missing",
     "test_cluster_down",  # takes the bare cluster down: last of it
     "test_demo",
+    "test_history_server",
     "test_report_job",
     "test_hardening",
     "test_faults",

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -298,3 +299,52 @@ def test_wait_ready_gives_up_naming_what_is_missing(lakehouse_env: dict[str, str
     assert r.returncode == 2
     assert "LOGBERG_METASTORE_URI" in r.stderr and "does not answer" in r.stderr
     assert r.stderr.count("waiting: ") == 1
+
+
+def test_wait_ready_writes_the_event_log_marker_or_waits_for_it(
+    lakehouse_env: dict[str, str],
+) -> None:
+    """Drivers' init containers write `<prefix>/` (S3A's directory marker) when it is
+    missing; the History Server's waits for it, the lakehouse unchecked."""
+    import boto3
+
+    from logberg_platform import s3server
+    from logberg_platform.local_settings import LocalSettings
+
+    settings = LocalSettings.from_env()
+    s3 = {**s3server.client_env(settings), "LOGBERG_S3_ENDPOINT": settings.s3_endpoint}
+    env = {**lakehouse_env, **s3}
+    prefix = f"events-{uuid.uuid4().hex[:8]}"
+    uri = f"s3a://logberg/{prefix}"
+    wait = ["wait-ready", "--event-log-dir", uri, "--timeout", "2", "--interval", "1"]
+    # The History Server's: read-only, and not the metastore (nothing answers on its port).
+    r = run_logberg(
+        [*wait, "--event-log-only"], {**env, "LOGBERG_METASTORE_PORT": str(free_port())}
+    )
+    assert r.returncode == 2
+    assert f"--event-log-dir={uri}: no such prefix yet" in r.stderr
+    assert "LOGBERG_METASTORE_URI" not in r.stderr
+    # A driver's: writes the marker, once.
+    for _ in range(2):
+        r = run_logberg([*wait, "--create-event-log-dir"], env)
+        assert r.returncode == 0, r.stderr
+        assert f"event logs {uri}" in r.stdout and "metastore " in r.stdout
+    client = boto3.client(
+        "s3",
+        endpoint_url=settings.s3_endpoint,
+        aws_access_key_id=s3["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=s3["AWS_SECRET_ACCESS_KEY"],
+        region_name="us-east-1",
+    )
+    listed = client.list_objects_v2(Bucket="logberg", Prefix=f"{prefix}/")
+    assert [(o["Key"], o["Size"]) for o in listed["Contents"]] == [(f"{prefix}/", 0)]
+    r = run_logberg(
+        [*wait, "--event-log-only"], {**env, "LOGBERG_METASTORE_PORT": str(free_port())}
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().endswith(f"event logs {uri}")
+    # Wrong uses are named before anything is checked.
+    r = run_logberg(["wait-ready", "--event-log-dir", "s3a://logberg"], env)
+    assert r.returncode == 2 and "--event-log-dir=s3a://logberg: expected" in r.stderr
+    r = run_logberg(["wait-ready", "--event-log-only"], env)
+    assert r.returncode == 2 and "need --event-log-dir" in r.stderr

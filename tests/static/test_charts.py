@@ -72,6 +72,17 @@ VARIANTS: dict[str, dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
                 "monitoring.podMonitor.enabled=true",
             ),
         ),
+        # Event logs to S3 and Spark's History Server reading them.
+        "history": (
+            ("values-kind.yaml",),
+            (
+                "ingest.enabled=true",
+                "connect.enabled=true",
+                "eventLog.enabled=true",
+                "historyServer.enabled=true",
+                "historyServer.cleanerMaxAge=7d",
+            ),
+        ),
     },
     "logberg-dev": {"default": ((), ()), "local": (("values-local.yaml",), ())},
 }
@@ -1071,7 +1082,7 @@ def _connect_docs(*sets: str) -> list[dict[str, Any]]:
 
 def test_spark_connect_is_off_by_default() -> None:
     for variant in VARIANTS["logberg"]:
-        if variant == "connect":
+        if variant in ("connect", "history"):  # both turn it on
             continue
         items = variant_docs("logberg", variant)
         assert not by_kind(items, "SparkConnect"), variant
@@ -1279,3 +1290,87 @@ def test_monitoring_variant_pushes_and_scrapes_the_drivers() -> None:
     }
     default = variant_docs("logberg", "default")
     assert not by_kind(default, "PodMonitor") and not by_kind(default, "PrometheusRule")
+
+
+def test_history_variant_logs_every_spark_process_and_serves_the_prefix() -> None:
+    """Every Spark process of the release (drivers, executors, the Connect server, the
+    toolbox's spark-sql) writes zstd, rolled event logs to one prefix; the init containers
+    that run before them write its marker; the History Server reads that prefix only, with
+    its own ServiceAccount, probes on its REST API, and no credential in its conf."""
+    items = variant_docs("logberg", "history")
+    prefix = "s3a://logberg/spark-events"
+    want = {
+        "spark.eventLog.enabled": "true",
+        "spark.eventLog.dir": prefix,
+        "spark.eventLog.compress": "true",
+        "spark.eventLog.compression.codec": "zstd",
+        "spark.eventLog.rolling.enabled": "true",
+        "spark.eventLog.rolling.maxFileSize": "64m",
+    }
+    app = one(items, "SparkApplication", "-ingest")
+    assert want.items() <= app["spec"]["sparkConf"].items()
+    for cm_suffix, key in (
+        ("-connect-defaults", "spark-defaults.conf"),
+        ("-toolbox", "spark-defaults.conf"),
+    ):
+        lines = one(items, "ConfigMap", cm_suffix)["data"][key].splitlines()
+        conf = dict(ln.strip().split(" ", 1) for ln in lines if ln.strip())
+        assert want.items() <= conf.items(), cm_suffix
+    creators = [
+        pod_spec(one(items, "Deployment", "-toolbox"))["initContainers"][0],
+        app["spec"]["driver"]["initContainers"][0],
+    ]
+    for init in creators:
+        assert init["command"][-3:] == ["--event-log-dir", prefix, "--create-event-log-dir"]
+    dep = one(items, "Deployment", "-history")
+    spec = pod_spec(dep)
+    [wait] = spec["initContainers"]
+    assert wait["command"][:3] == ["logberg", "wait-ready", "--event-log-only"]
+    assert "--create-event-log-dir" not in wait["command"] and prefix in wait["command"]
+    [server] = spec["containers"]
+    assert (
+        server["command"][0] == "java"
+        and "org.apache.spark.deploy.history.HistoryServer" in server["command"]
+    )
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert server[probe]["httpGet"] == {"path": "/api/v1/version", "port": "http"}
+    sa = one(items, "ServiceAccount", "-history")
+    assert spec["serviceAccountName"] == sa["metadata"]["name"] == "logberg-history"
+    assert sa["automountServiceAccountToken"] is False
+    conf_text = one(items, "ConfigMap", "-history")["data"]["history-server.conf"]
+    conf = dict(ln.split(" ", 1) for ln in conf_text.splitlines() if ln)
+    assert conf["spark.history.fs.logDirectory"] == prefix
+    assert conf["spark.history.fs.cleaner.maxAge"] == "7d"
+    assert conf["spark.hadoop.fs.s3a.endpoint"].startswith("http://")
+    assert not [k for k in conf if re.search(r"(?i)secret|access.?key|password|token", k)]
+    svc = one(items, "Service", "-history")
+    assert svc["spec"]["selector"] == dep["spec"]["selector"]["matchLabels"]
+    assert svc["spec"]["ports"][0]["port"] == 18080
+    # Off by default; on without event logs, or with no S3 default, it refuses to render.
+    assert not [
+        d for d in variant_docs("logberg", "default") if d["metadata"]["name"].endswith("-history")
+    ]
+    proc = helm(
+        "template", "x", str(CHARTS / "logberg"), "--set", "historyServer.enabled=true", check=False
+    )
+    assert proc.returncode != 0 and "historyServer.enabled needs eventLog.enabled" in proc.stderr
+    proc = helm(
+        "template",
+        "x",
+        str(CHARTS / "logberg"),
+        "--set",
+        "eventLog.enabled=true",
+        "--set",
+        "warehouse.uri=file:///w",
+        check=False,
+    )
+    assert proc.returncode != 0 and "eventLog.dir: set it" in proc.stderr
+    custom = docs(
+        "logberg",
+        (),
+        ("ingest.schedule=", "eventLog.enabled=true", "eventLog.dir=s3a://logs-b/events/"),
+    )
+    assert (
+        one(custom, "SparkApplication", "-ingest")["spec"]["sparkConf"]["spark.eventLog.dir"]
+        == "s3a://logs-b/events"
+    )

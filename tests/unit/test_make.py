@@ -34,8 +34,9 @@ TARGETS_BEFORE = {
     "cluster-build", "cluster-up", "cluster-down", "cluster-status", "cluster-load",
     "cluster-env",
 }  # fmt: skip
-# Targets added since: `make prometheus` (the metrics tests' Prometheus and Pushgateway).
-ADDED_SINCE = {"prometheus"}
+# Targets added since: `make prometheus` (the metrics tests' Prometheus and Pushgateway),
+# `make ui-k8s` (`logberg k8s ui`: the History Server and the drivers' UIs).
+ADDED_SINCE = {"prometheus", "ui-k8s"}
 
 SCRIPTS = sorted(
     p

@@ -89,10 +89,43 @@ app.kubernetes.io/part-of: logberg
 {{- with .Values.s3.region }}
 {{- $_ := set $conf "spark.hadoop.fs.s3a.endpoint.region" . }}
 {{- end }}
+{{- if .Values.eventLog.enabled }}
+{{- $_ := set $conf "spark.eventLog.enabled" "true" }}
+{{- $_ := set $conf "spark.eventLog.dir" (include "logberg.eventLogDir" .) }}
+{{- $_ := set $conf "spark.eventLog.compress" "true" }}
+{{- $_ := set $conf "spark.eventLog.compression.codec" "zstd" }}
+{{- $_ := set $conf "spark.eventLog.rolling.enabled" "true" }}
+{{- $_ := set $conf "spark.eventLog.rolling.maxFileSize" .Values.eventLog.rollSize }}
+{{- end }}
 {{- range $k, $v := .Values.spark.conf }}
 {{- $_ := set $conf $k (toString $v) }}
 {{- end }}
 {{- toYaml $conf }}
+{{- end }}
+
+{{/* Where event logs go: eventLog.dir, else spark-events/ in the warehouse's bucket. */}}
+{{- define "logberg.eventLogDir" -}}
+{{- if .Values.eventLog.dir }}
+{{- .Values.eventLog.dir | trimSuffix "/" }}
+{{- else }}
+{{- $u := urlParse (regexReplaceAll "^s3://" .Values.warehouse.uri "s3a://") }}
+{{- if not (eq (get $u "scheme") "s3a") }}
+{{- fail (printf "eventLog.dir: set it (warehouse.uri %s is not on S3, so there is no default)" .Values.warehouse.uri) }}
+{{- end }}
+{{- printf "s3a://%s/spark-events" (get $u "host") }}
+{{- end }}
+{{- end }}
+
+{{- define "logberg.historyName" -}}
+{{- printf "%s-history" (include "logberg.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "logberg.historyServiceAccountName" -}}
+{{- if .Values.historyServer.serviceAccount.create }}
+{{- default (include "logberg.historyName" .) .Values.historyServer.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.historyServer.serviceAccount.name }}
+{{- end }}
 {{- end }}
 
 {{/* Metrics conf (PrometheusServlet on the driver UI). */}}
@@ -233,6 +266,11 @@ initContainers:
     - {{ .Values.landing.uri | quote }}
     - --timeout
     - {{ .Values.waitFor.timeoutSeconds | quote }}
+    {{- if .Values.eventLog.enabled }}
+    - --event-log-dir
+    - {{ include "logberg.eventLogDir" . | quote }}
+    - --create-event-log-dir
+    {{- end }}
   env:
     {{- include "logberg.env" . | nindent 4 }}
   resources:

@@ -13,19 +13,46 @@ def arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--timeout", type=float, default=600.0, help="seconds (default 600)")
     p.add_argument("--interval", type=float, default=2.0, help="seconds between checks")
+    p.add_argument(
+        "--event-log-dir",
+        metavar="URI",
+        help="also this s3a:// prefix of Spark event logs (S3A needs it to exist as a directory)",
+    )
+    p.add_argument(
+        "--create-event-log-dir",
+        action="store_true",
+        help="write the prefix's marker object when it is missing, instead of waiting for it",
+    )
+    p.add_argument(
+        "--event-log-only",
+        action="store_true",
+        help="wait for the event-log prefix only, not the metastore and buckets (History Server)",
+    )
 
 
 def run(a: argparse.Namespace) -> int:
+    from logberg.errors import ConfigError
     from logberg.lakehouse import environment
-    from logberg.lakehouse.readiness import wait_ready
+    from logberg.lakehouse.readiness import EventLogDir, wait_ready
 
+    if (a.create_event_log_dir or a.event_log_only) and not a.event_log_dir:
+        raise ConfigError("--create-event-log-dir and --event-log-only need --event-log-dir")
+    event_log = EventLogDir(a.event_log_dir, a.create_event_log_dir) if a.event_log_dir else None
     cfg = environment.current().lakehouse_config()
-    waited = wait_ready(cfg, a.input, timeout=a.timeout, interval=a.interval)
-    print(
-        f"ready after {waited:.0f}s: metastore {cfg.metastore_uri}, warehouse {cfg.warehouse}"
-        + "".join(f", input {uri}" for uri in a.input),
-        flush=True,
+    waited = wait_ready(
+        cfg,
+        a.input,
+        timeout=a.timeout,
+        interval=a.interval,
+        event_log=event_log,
+        lakehouse=not a.event_log_only,
     )
+    what = (
+        [] if a.event_log_only else [f"metastore {cfg.metastore_uri}", f"warehouse {cfg.warehouse}"]
+    )
+    what += [f"input {uri}" for uri in a.input if not a.event_log_only]
+    what += [f"event logs {a.event_log_dir}"] if a.event_log_dir else []
+    print(f"ready after {waited:.0f}s: " + ", ".join(what), flush=True)
     return 0
 
 

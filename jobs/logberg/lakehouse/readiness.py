@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from urllib.parse import urlparse
 
 from logberg.errors import ConfigError
 from logberg.lakehouse.session import LakehouseConfig, check_bucket, is_s3
@@ -18,12 +20,73 @@ from logberg.lakehouse.session import LakehouseConfig, check_bucket, is_s3
 log = logging.getLogger(__name__)
 
 
-def check(cfg: LakehouseConfig, inputs: Sequence[str] = ()) -> None:
-    """One pass: the metastore answers, the warehouse bucket and every input bucket exist."""
-    cfg.validate()
-    for uri in inputs:
-        if is_s3(uri):
-            check_bucket(uri, "--input", cfg.s3_endpoint)
+@dataclass(frozen=True)
+class EventLogDir:
+    """The S3 prefix Spark writes event logs to and the History Server reads.
+
+    S3A opens `spark.eventLog.dir` and `spark.history.fs.logDirectory` as directories: a
+    prefix with no object under it is "not found", the driver then fails at start and the
+    History Server exits. The marker is the zero-byte object `<prefix>/`, S3A's own
+    directory marker. `create`: write it when it is missing (the drivers' init containers,
+    which may write the warehouse bucket); else wait for it (the History Server, read-only).
+    """
+
+    uri: str
+    create: bool = False
+
+    def __post_init__(self) -> None:
+        parsed = urlparse(self.uri)
+        if not is_s3(self.uri) or not parsed.netloc or not parsed.path.strip("/"):
+            raise ConfigError(f"--event-log-dir={self.uri}: expected s3a://bucket/prefix")
+
+    @property
+    def bucket(self) -> str:
+        return urlparse(self.uri).netloc
+
+    @property
+    def marker(self) -> str:
+        return urlparse(self.uri).path.strip("/") + "/"
+
+    def check(self, endpoint: str | None) -> None:
+        import boto3
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        client = boto3.client("s3", endpoint_url=endpoint) if endpoint else boto3.client("s3")
+        try:
+            listed = client.list_objects_v2(Bucket=self.bucket, Prefix=self.marker, MaxKeys=1)
+            if listed.get("KeyCount", 0) > 0:
+                return
+            if not self.create:
+                raise ConfigError(
+                    f"--event-log-dir={self.uri}: no such prefix yet (a Spark job's init "
+                    "container writes its marker on its first run)"
+                )
+            client.put_object(Bucket=self.bucket, Key=self.marker, Body=b"")
+            log.info("wrote the event-log directory marker s3://%s/%s", self.bucket, self.marker)
+        except ClientError as e:
+            code = e.response.get("Error", {}).get("Code", "")
+            raise ConfigError(f"--event-log-dir={self.uri}: cannot access it ({code})") from None
+        except BotoCoreError as e:
+            raise ConfigError(
+                f"--event-log-dir={self.uri}: S3 endpoint unreachable ({e})"
+            ) from None
+
+
+def check(
+    cfg: LakehouseConfig,
+    inputs: Sequence[str] = (),
+    event_log: EventLogDir | None = None,
+    lakehouse: bool = True,
+) -> None:
+    """One pass: the metastore answers, the warehouse bucket and every input bucket exist,
+    and the event-log prefix exists (or is created). `lakehouse=False`: the prefix only."""
+    if lakehouse:
+        cfg.validate()
+        for uri in inputs:
+            if is_s3(uri):
+                check_bucket(uri, "--input", cfg.s3_endpoint)
+    if event_log is not None:
+        event_log.check(cfg.s3_endpoint)
 
 
 def wait_ready(
@@ -32,6 +95,8 @@ def wait_ready(
     timeout: float = 600.0,
     interval: float = 2.0,
     clock: Callable[[], float] = time.monotonic,
+    event_log: EventLogDir | None = None,
+    lakehouse: bool = True,
 ) -> float:
     """Repeat `check` until it passes; returns the seconds waited. Raises the last
     ConfigError, prefixed with how long it waited, once `timeout` has passed."""
@@ -39,7 +104,7 @@ def wait_ready(
     last = ""
     while True:
         try:
-            check(cfg, inputs)
+            check(cfg, inputs, event_log, lakehouse)
             return clock() - started
         except ConfigError as e:
             waited = clock() - started

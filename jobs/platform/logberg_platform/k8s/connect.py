@@ -166,11 +166,15 @@ class PortForward:
     """A port on 127.0.0.1 relayed to a pod's port through the API server's port-forward:
     each accepted connection gets its own port-forward stream."""
 
-    def __init__(self, kube: Kube, pod: str, port: int) -> None:
+    def __init__(self, kube: Kube, pod: str, port: int, local_port: int = 0) -> None:
         self.kube, self.pod, self.remote_port = kube, pod, port
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.listener.bind(("127.0.0.1", 0))
+        try:
+            self.listener.bind(("127.0.0.1", local_port))
+        except OSError as e:
+            self.listener.close()
+            raise ConfigError(f"--port {local_port}: cannot listen on it ({e.strerror})") from None
         self.listener.listen(8)
         self.port = int(self.listener.getsockname()[1])
         self.closed = threading.Event()

@@ -28,7 +28,7 @@ def target(a: argparse.Namespace) -> Kube:
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
-    from logberg_platform.cli.k8s import deploy, jobs, query, sql, wait
+    from logberg_platform.cli.k8s import deploy, jobs, query, sql, ui, wait
 
     p.add_argument(
         "--context",
@@ -51,6 +51,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
     jobs.register(sub)
     query.register(sub)
     sql.register(sub)
+    ui.register(sub)
     wait.register(sub)
 
 
