@@ -108,6 +108,22 @@ locals {
     analytics = {
       enabled = var.logberg_analytics_enabled
     }
+    # Every driver logs its events under the prefix the history role may read (its
+    # marker object is in s3.tf); the Spark role writes them (the warehouse bucket).
+    eventLog = {
+      enabled = true
+      dir     = local.event_log_uri
+    }
+    # The History Server runs under its own service account, which Pod Identity maps to
+    # the read-only history role (iam.tf); on the system nodes, like the metastore.
+    historyServer = {
+      enabled = var.history_server_enabled
+      serviceAccount = {
+        create = true
+        name   = var.history_service_account
+      }
+      nodeSelector = local.system_node_selector
+    }
   }
 
   # On top of charts/values/spark-operator.yaml: the operator watches the Spark jobs'

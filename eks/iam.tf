@@ -15,6 +15,11 @@ locals {
       service_account = var.metastore_service_account
       description     = "Hive Metastore: warehouse directories, read its RDS-managed DB secret"
     }
+    history = {
+      namespace       = var.spark_namespace
+      service_account = var.history_service_account
+      description     = "Spark History Server: read the event logs under spark-events/ of the warehouse, nothing else"
+    }
     external_secrets = {
       namespace       = local.eso_namespace
       service_account = local.eso_service_account
@@ -90,6 +95,12 @@ resource "aws_iam_role" "metastore" {
   name               = "${var.name}-metastore"
   description        = local.pod_identities.metastore.description
   assume_role_policy = data.aws_iam_policy_document.pod_identity_trust["metastore"].json
+}
+
+resource "aws_iam_role" "history" {
+  name               = "${var.name}-history"
+  description        = local.pod_identities.history.description
+  assume_role_policy = data.aws_iam_policy_document.pod_identity_trust["history"].json
 }
 
 resource "aws_iam_role" "external_secrets" {
@@ -275,6 +286,67 @@ resource "aws_iam_role_policy" "metastore" {
 }
 
 # ---------------------------------------------------------------------------
+# Spark History Server: read the event logs the drivers write under
+# <warehouse bucket>/spark-events/ (local.event_log_prefix), nothing else. No write or
+# delete: the chart's cleaner (historyServer.cleanerMaxAge) is off by default, and
+# event-log compaction (spark.history.fs.eventLog.rolling.maxFilesToRetain) is not set.
+# No s3:GetBucketLocation: the chart gives S3A the region (s3.region).
+# ---------------------------------------------------------------------------
+
+data "aws_iam_policy_document" "history" {
+  # Unconditioned, like Spark's ListRawBucket, and for the same reason. Tried against the
+  # enforcing MinIO (tests/integration/test_eks_s3_policies.py, a real History Server)
+  # with s3:prefix limited to "spark-events" and "spark-events/*": the server exits at
+  # start with AccessDeniedException (getFileStatus on s3a://<bucket>/spark-events).
+  # S3A's status probe of the log directory is a HEAD of the key "spark-events" (no such
+  # object; it then lists "spark-events/"); a HEAD carries no s3:prefix, so the
+  # conditioned ListBucket does not count and S3 answers the missing key with 403, not
+  # 404. Unconditioned, the server starts and lists the applications. The cost: key
+  # names in the whole warehouse bucket (table and data file names) become listable;
+  # their contents stay unreadable (ReadEventLogs is the only GetObject).
+  statement {
+    sid       = "ListWarehouse"
+    effect    = "Allow"
+    actions   = ["s3:ListBucket"]
+    resources = [aws_s3_bucket.warehouse.arn]
+  }
+
+  # spark-events/* and the key "spark-events" itself: without GetObject on that key, the
+  # HEAD of S3A's directory probe is a 403 whatever ListBucket allows (tried too: the
+  # server exits as above). Not "spark-events*": that would match spark-events-x/....
+  statement {
+    sid     = "ReadEventLogs"
+    effect  = "Allow"
+    actions = ["s3:GetObject"]
+    resources = [
+      "${aws_s3_bucket.warehouse.arn}/${local.event_log_prefix}",
+      "${aws_s3_bucket.warehouse.arn}/${local.event_log_prefix}/*",
+    ]
+  }
+
+  # The warehouse bucket is SSE-KMS: reading needs Decrypt (never GenerateDataKey: no
+  # writes), through S3 only.
+  statement {
+    sid       = "DataKeyViaS3"
+    effect    = "Allow"
+    actions   = ["kms:Decrypt"]
+    resources = [aws_kms_key.data.arn]
+
+    condition {
+      test     = "StringEquals"
+      variable = "kms:ViaService"
+      values   = ["s3.${var.region}.amazonaws.com"]
+    }
+  }
+}
+
+resource "aws_iam_role_policy" "history" {
+  name   = "logberg-history-event-logs"
+  role   = aws_iam_role.history.id
+  policy = data.aws_iam_policy_document.history.json
+}
+
+# ---------------------------------------------------------------------------
 # External Secrets controller: nothing but assuming the metastore role.
 # ---------------------------------------------------------------------------
 
@@ -309,6 +381,13 @@ resource "aws_eks_pod_identity_association" "metastore" {
   namespace       = var.metastore_namespace
   service_account = var.metastore_service_account
   role_arn        = aws_iam_role.metastore.arn
+}
+
+resource "aws_eks_pod_identity_association" "history" {
+  cluster_name    = module.eks.cluster_name
+  namespace       = var.spark_namespace
+  service_account = var.history_service_account
+  role_arn        = aws_iam_role.history.arn
 }
 
 resource "aws_eks_pod_identity_association" "external_secrets" {

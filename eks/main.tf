@@ -49,6 +49,11 @@ locals {
   raw_prefix    = "${local.raw_dir}/"
   landing_uri   = "s3a://${local.raw_bucket_name}/${local.raw_prefix}"
   warehouse_uri = "s3a://${local.warehouse_bucket_name}/warehouse"
+  # Spark event logs: the drivers write them under this prefix of the warehouse bucket,
+  # the History Server reads them (its role may read nothing else). S3A opens the
+  # prefix as a directory: its marker object "<prefix>/" is in s3.tf.
+  event_log_prefix = "spark-events"
+  event_log_uri    = "s3a://${local.warehouse_bucket_name}/${local.event_log_prefix}"
 
   # In-cluster names.
   eso_namespace            = "external-secrets"

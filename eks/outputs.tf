@@ -103,6 +103,11 @@ output "metastore_role_arn" {
   value       = aws_iam_role.metastore.arn
 }
 
+output "history_role_arn" {
+  description = "IAM role of the Spark History Server's service account (Pod Identity); it may only read the event logs under spark-events/ of the warehouse bucket."
+  value       = aws_iam_role.history.arn
+}
+
 output "external_secrets_role_arn" {
   description = "IAM role of the External Secrets controller (Pod Identity); it may only assume the metastore role."
   value       = aws_iam_role.external_secrets.arn

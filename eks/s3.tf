@@ -190,6 +190,22 @@ resource "aws_s3_bucket_lifecycle_configuration" "access_logs" {
   depends_on = [aws_s3_bucket_versioning.this]
 }
 
+# The event-log directory's marker: S3A opens s3a://<warehouse bucket>/spark-events as a
+# directory, which on S3 exists only if an object is under the prefix. Spark refuses to
+# start a driver whose spark.eventLog.dir does not exist, and the History Server exits,
+# so the prefix must exist before the first job. A zero-byte "spark-events/" is S3A's
+# own directory marker (same content type); the drivers' event logs go below it.
+resource "aws_s3_object" "event_log_dir" {
+  bucket             = aws_s3_bucket.warehouse.id
+  key                = "${local.event_log_prefix}/"
+  content            = ""
+  content_type       = "application/x-directory"
+  kms_key_id         = aws_kms_key.data.arn
+  bucket_key_enabled = true
+
+  depends_on = [aws_s3_bucket_server_side_encryption_configuration.data]
+}
+
 # TLS only, on every bucket.
 data "aws_iam_policy_document" "bucket_tls_only" {
   for_each = local.data_buckets

@@ -465,6 +465,17 @@ variable "spark_service_account" {
   }
 }
 
+variable "history_service_account" {
+  description = "Service account of the Spark History Server in spark_namespace (created by the logberg chart, historyServer.serviceAccount; bound to the read-only history IAM role by Pod Identity)."
+  type        = string
+  default     = "logberg-history"
+
+  validation {
+    condition     = can(regex("^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", var.history_service_account))
+    error_message = "history_service_account must be a DNS-1123 label."
+  }
+}
+
 variable "metastore_namespace" {
   description = "Namespace of the Hive Metastore release and its DB secret."
   type        = string
@@ -531,6 +542,12 @@ variable "logberg_ingest_enabled" {
 
 variable "logberg_analytics_enabled" {
   description = "Enable the logberg chart's scheduled analytics job (the top-N tables)."
+  type        = bool
+  default     = true
+}
+
+variable "history_server_enabled" {
+  description = "Deploy the logberg chart's Spark History Server (historyServer.enabled), which reads the jobs' event logs under s3a://<warehouse bucket>/spark-events with the read-only history role."
   type        = bool
   default     = true
 }

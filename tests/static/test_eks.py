@@ -351,9 +351,21 @@ def test_pod_identity_trust_and_associations() -> None:
             "aws:RequestTag/eks-cluster-name",
         } <= variables
     assocs = resources("aws_eks_pod_identity_association")
-    assert {"spark", "metastore", "external_secrets"} <= set(assocs)
+    assert {"spark", "metastore", "history", "external_secrets"} <= set(assocs)
     assert "var.spark_service_account" in assocs["spark"]["service_account"]
     assert "var.metastore_service_account" in assocs["metastore"]["service_account"]
+    # The History Server: its own service account beside the jobs, its own role.
+    assert assocs["history"]["namespace"] == "${var.spark_namespace}"
+    assert assocs["history"]["service_account"] == "${var.history_service_account}"
+    assert assocs["history"]["role_arn"] == "${aws_iam_role.history.arn}"
+    role = resources("aws_iam_role")["history"]
+    assert role["assume_role_policy"] == (
+        '${data.aws_iam_policy_document.pod_identity_trust["history"].json}'
+    )
+    identity = locals_()["pod_identities"]["history"]
+    assert identity["namespace"] == "${var.spark_namespace}"
+    assert identity["service_account"] == "${var.history_service_account}"
+    assert resources("aws_iam_role_policy")["history"]["role"] == "${aws_iam_role.history.id}"
     assert not resources("aws_iam_openid_connect_provider")
 
 
@@ -400,6 +412,7 @@ def test_outputs_described_and_not_secret() -> None:
         "db_master_user_secret_arn",
         "spark_role_arn",
         "metastore_role_arn",
+        "history_role_arn",
         # what `make eks-deploy` hands the deploy flow
         "image_registry",
         "spark_namespace",
@@ -600,6 +613,12 @@ CHART_VALUES = {
             "spark.executor.tolerations",
             "ingest.enabled",
             "analytics.enabled",
+            "eventLog.enabled",
+            "eventLog.dir",
+            "historyServer.enabled",
+            "historyServer.serviceAccount.create",
+            "historyServer.serviceAccount.name",
+            "historyServer.nodeSelector",  # beyond the agreed list; in the chart's schema
         },
     ),
     "spark-operator": (
@@ -614,6 +633,7 @@ FREE_FORM = {"nodeSelector", "tolerations", "resources", "serviceAccount.annotat
 FREE_FORM |= {"spark.executor.nodeSelector", "spark.executor.tolerations"}
 FREE_FORM |= {"networkPolicy.clientNamespaceSelector"}
 FREE_FORM |= {"controller.nodeSelector", "webhook.nodeSelector"}
+FREE_FORM |= {"historyServer.nodeSelector"}
 
 
 def _top_paths(values: dict[str, Any], free_form: set[str]) -> set[str]:
@@ -651,6 +671,17 @@ def test_chart_values_keys(release: str) -> None:
         assert values["database"]["existingSecret"] == "${var.metastore_db_creds_name}"
     elif release == "logberg":
         assert values["serviceAccount"]["name"] == "${var.spark_service_account}"
+        # The History Server's own service account is the one the history role is for,
+        # and it reads the prefix the drivers write to: the one that role may read.
+        history = values["historyServer"]
+        assert history["serviceAccount"] == {
+            "create": True,
+            "name": "${var.history_service_account}",
+        }
+        assert history["enabled"] == "${var.history_server_enabled}"
+        assert values["eventLog"] == {"enabled": True, "dir": "${local.event_log_uri}"}
+        bucket = TF.bucket_name("warehouse")
+        assert TF.value(values["eventLog"]["dir"]) == f"s3a://{bucket}/spark-events"
     else:  # the operator watches the jobs' namespace, where logberg creates the Spark SA
         assert values["spark"]["jobNamespaces"] == ["${var.spark_namespace}"]
         assert TF.data(values["spark"]["jobNamespaces"]) == [
@@ -997,6 +1028,44 @@ def test_spark_may_list_the_raw_bucket_without_prefix_condition() -> None:
     assert not any(r in reads for r in (f"{raw}/*", f"{raw}/raw*"))
 
 
+def test_history_role_reads_only_the_event_logs() -> None:
+    """The History Server's role (statically; tests/integration/test_eks_s3_policies.py runs a
+    real History Server with it): it reads the objects under spark-events/ and the key
+    "spark-events" S3A HEADs, lists the warehouse bucket without an s3:prefix condition (the
+    HEAD of a missing key is a 403 otherwise), decrypts through S3, and writes nothing."""
+    history = TF.document("history")["Statement"]
+    bucket = TF.reference("aws_s3_bucket.warehouse.arn")
+    assert TF.value("${local.event_log_prefix}") == "spark-events"
+    by_action: dict[str, list[str]] = {}
+    for st in history:
+        assert st["Effect"] == "Allow"
+        for action in st["Action"]:
+            by_action.setdefault(action, []).extend(st["Resource"])
+    assert set(by_action) == {"s3:ListBucket", "s3:GetObject", "kms:Decrypt"}
+    assert by_action["s3:ListBucket"] == [bucket]
+    assert by_action["s3:GetObject"] == [f"{bucket}/spark-events", f"{bucket}/spark-events/*"]
+    [listing] = [st for st in history if "s3:ListBucket" in st["Action"]]
+    assert "Condition" not in listing
+    [kms] = [st for st in history if "kms:Decrypt" in st["Action"]]
+    assert kms["Resource"] == [TF.identifiers["aws_kms_key.data.arn"]]
+    assert kms["Condition"] == {"StringEquals": {"kms:ViaService": ["s3.eu-west-1.amazonaws.com"]}}
+
+
+def test_event_log_directory_marker() -> None:
+    """S3A opens the event-log prefix as a directory: Terraform writes its zero-byte marker
+    "spark-events/" into the warehouse bucket, encrypted with the data key, so the first
+    driver and the History Server find it."""
+    marker = resources("aws_s3_object")["event_log_dir"]
+    assert marker["bucket"] == "${aws_s3_bucket.warehouse.id}"
+    assert TF.value(marker["key"]) == "spark-events/"
+    assert marker.get("content", "") == "" and "source" not in marker
+    assert "content_base64" not in marker
+    assert marker["kms_key_id"] == "${aws_kms_key.data.arn}"
+    # The marker, the role's prefix and the chart's eventLog.dir are one prefix.
+    prefix = TF.value(marker["key"]).rstrip("/")
+    assert TF.value("${local.event_log_uri}") == f"s3a://{TF.bucket_name('warehouse')}/{prefix}"
+
+
 def test_db_secret_refresh_is_bounded() -> None:
     """Defect 2, the Terraform side: External Secrets re-reads the rotated RDS secret often
     enough to bound the outage (at most 60m, default 5m), and the value reaches the chart."""
@@ -1122,10 +1191,12 @@ def test_eks_values_schedule_on_the_node_groups_terraform_creates() -> None:
     tf_logberg = TF.data(locals_()["logberg_values"]["spark"])
     tf_metastore = {k: locals_()["metastore_values"][k] for k in ("nodeSelector", "tolerations")}
     tf_operator = TF.data(locals_()["spark_operator_values"])
+    tf_history = {"nodeSelector": locals_()["logberg_values"]["historyServer"]["nodeSelector"]}
     placements = {
         "values-eks executor": (logberg["executor"], ["spark"]),
         "values-eks driver": (logberg["driver"], ["system"]),
         "helm.tf executor": (tf_logberg["executor"], ["spark"]),
+        "helm.tf history server": (TF.data(tf_history), ["system"]),
         "values-eks metastore": (_values_eks("hive-metastore"), ["system"]),
         "helm.tf metastore": (TF.data(tf_metastore), ["system"]),
         "helm.tf operator controller": (tf_operator["controller"], ["system"]),
