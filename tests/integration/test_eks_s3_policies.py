@@ -1,8 +1,8 @@
 """eks/'s IAM policies, exercised for real: logberg runs through S3A against an S3 server
 that enforces them.
 
-The Spark and metastore role policies in eks/iam.tf are rendered to the JSON AWS would
-receive (tests/eks_support/terraform.py, variables at their defaults, bucket names as
+The Spark, metastore and History Server role policies in eks/iam.tf are rendered to the JSON
+AWS would receive (tests/eks_support/terraform.py, variables at their defaults, bucket names as
 Terraform would create them for account 123456789012). A private MinIO enforces them: each
 process gets STS credentials whose session policy is the rendered role policy, so a request
 succeeds only if that policy allows it, conditions (s3:prefix) included. MinIO is built with
@@ -13,7 +13,11 @@ the rule on every run.
 Then, as on EKS: the metastore (`logberg local up`, Derby, the S3A of Hadoop 3.4) runs with
 only the metastore role's credentials, the generator writes raw logs with admin credentials
 (the upload path of `make eks-demo`), and `logberg ingest` / `logberg analytics` run with only
-the Spark role's credentials. The tables must match the generator's manifest.
+the Spark role's credentials. The tables must match the generator's manifest. A Spark
+driver with the Spark role writes its event log under spark-events/ of the warehouse bucket
+(below the marker object eks/s3.tf creates), and Spark's History Server reads it through
+S3A with only the history role's credentials; that role reads nothing else and writes
+nothing.
 
 Not enforced here, and checked statically instead (test_unenforced_statements_present):
 - KMS statements (kms:ViaService = s3/secretsmanager): a local server has no KMS key policy
@@ -32,6 +36,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +44,12 @@ import pytest
 from botocore.exceptions import ClientError
 
 from tests.eks_support import minio
+from tests.eks_support.spark_history import HistoryServer, write_event_log
 from tests.eks_support.terraform import (
     Renderer,
     RenderError,
     policy_documents,
+    resources,
     split_by_service,
     statements,
 )
@@ -70,6 +77,9 @@ class Deployment:
     warehouse_uri: str
     spark_env: dict[str, str]
     metastore_env: dict[str, str]
+    history_env: dict[str, str]
+    event_log_prefix: str
+    event_log_uri: str
     base_env: dict[str, str]
     manifest: dict[str, Any]
 
@@ -136,6 +146,16 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
             **base,
             **server.role_env(s3_policy(renderer, "metastore"), "logberg-metastore"),
         }
+        history_env = server.role_env(s3_policy(renderer, "history"), "logberg-history")
+        # The event-log directory's marker, as Terraform writes it (aws_s3_object).
+        marker = resources("aws_s3_object")["event_log_dir"]
+        assert marker["bucket"] == "${aws_s3_bucket.warehouse.id}"
+        admin.put_object(
+            Bucket=warehouse_bucket,
+            Key=renderer.value(marker["key"]),
+            Body=b"",
+            ContentType=renderer.value(marker["content_type"]),
+        )
         raw_prefix = renderer.value("${local.raw_prefix}")
         # The raw logs arrive as `make eks-demo` uploads them: admin credentials, under
         # s3://<raw bucket>/<raw prefix>.
@@ -176,6 +196,9 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
             warehouse_uri=renderer.value("${local.warehouse_uri}"),
             spark_env=spark_env,
             metastore_env=metastore_env,
+            history_env=history_env,
+            event_log_prefix=renderer.value("${local.event_log_prefix}"),
+            event_log_uri=renderer.value("${local.event_log_uri}"),
             base_env=base,
             manifest=manifest,
         )
@@ -270,9 +293,48 @@ def test_ingest_and_analytics_with_only_the_role_policies(deployment: Deployment
     assert any(k.endswith(".parquet") for k in keys)
 
 
+def test_history_server_reads_event_logs_with_only_the_history_role(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    """A driver with the Spark role logs its events under spark-events/ (S3A); with only the
+    history role, Spark's History Server (S3A again) opens the directory, lists the
+    application and replays its log, and the requests S3A makes of that directory answer as
+    they must. A prefix-conditioned s3:ListBucket, or no GetObject on the key "spark-events",
+    makes the server exit at start (AccessDenied on the HEAD of "spark-events")."""
+    d = deployment
+    app_id = write_event_log(d.event_log_uri, {**d.base_env, **d.spark_env})
+    server = HistoryServer(d.event_log_uri, d.server.endpoint, d.history_env, tmp_path)
+    server.start()
+    try:
+        app = server.wait_for_application(app_id)
+        assert app["name"] == "logberg-event-log-probe"
+        jobs = server.api(f"applications/{app_id}/jobs")
+        assert jobs and {j["status"] for j in jobs} == {"SUCCEEDED"}
+    finally:
+        server.stop()
+
+    history = d.server.client(d.history_env)
+    bucket, prefix = d.warehouse_bucket, d.event_log_prefix
+    # S3A's status probe of the directory: a HEAD of the key, which is no object. Only a
+    # 404 (not a 403) lets S3A go on and list the prefix.
+    assert status(lambda: history.head_object(Bucket=bucket, Key=prefix)) == 404
+    # ... then the listing it makes of it, and the one the chart's wait-event-logs makes.
+    listed = history.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}/", Delimiter="/")
+    folder = f"{prefix}/eventlog_v2_{app_id}/"
+    assert folder in {p["Prefix"] for p in listed.get("CommonPrefixes", [])}
+    assert history.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}/", MaxKeys=1)["KeyCount"]
+    keys = [o["Key"] for o in history.list_objects_v2(Bucket=bucket, Prefix=folder)["Contents"]]
+    [events] = [k for k in keys if k.startswith(f"{folder}events_")]
+    assert history.head_object(Bucket=bucket, Key=events)["ContentLength"] > 0
+    body = history.get_object(Bucket=bucket, Key=events)["Body"].read()
+    assert body[:4] == bytes.fromhex("28b52ffd"), "a zstd frame (spark.eventLog.compress)"
+
+
 def test_roles_stay_least_privilege(deployment: Deployment) -> None:
     """What the fix must not grant: Spark never writes or deletes raw logs nor reads outside
-    the raw prefix; the metastore never touches the raw bucket."""
+    the raw prefix; the metastore never touches the raw bucket; the History Server reads
+    nothing outside spark-events/ (no table data) and writes or deletes nothing, not even
+    there."""
     d = deployment
     admin = d.server.client()
     admin.put_object(Bucket=d.raw_bucket, Key="elsewhere/secret.log", Body=b"x")
@@ -285,14 +347,49 @@ def test_roles_stay_least_privilege(deployment: Deployment) -> None:
     assert status(lambda: metastore.list_objects_v2(Bucket=d.raw_bucket)) == 403
     assert status(lambda: metastore.get_object(Bucket=d.raw_bucket, Key=raw_key)) == 403
 
+    history = d.server.client(d.history_env)
+    bucket, prefix = d.warehouse_bucket, d.event_log_prefix
+    table_file = "warehouse/nginx_logs.db/access_logs/data/00000-probe.parquet"
+    event_log = f"{prefix}/eventlog_v2_local-probe/events_1_local-probe.zstd"
+    neighbour = f"{prefix}-other/x"  # shares the prefix's name, not its folder
+    for key in (table_file, event_log, neighbour):
+        admin.put_object(Bucket=bucket, Key=key, Body=b"x")
+    assert status(lambda: history.get_object(Bucket=bucket, Key=event_log)) == 200
+    for key in (table_file, neighbour):
+        assert status(partial(history.get_object, Bucket=bucket, Key=key)) == 403, key
+        assert status(partial(history.head_object, Bucket=bucket, Key=key)) == 403, key
+    assert status(lambda: history.list_objects_v2(Bucket=d.raw_bucket)) == 403
+    assert status(lambda: history.get_object(Bucket=d.raw_bucket, Key=raw_key)) == 403
+    for key in (f"{prefix}/new", event_log, f"{prefix}/", table_file, "x"):
+        assert status(partial(history.put_object, Bucket=bucket, Key=key, Body=b"y")) == 403, key
+        assert status(partial(history.delete_object, Bucket=bucket, Key=key)) == 403, key
+    source = {"Bucket": bucket, "Key": event_log}
+    copy = f"{prefix}/copy"
+    assert status(lambda: history.copy_object(Bucket=bucket, Key=copy, CopySource=source)) == 403
+    assert status(lambda: history.create_multipart_upload(Bucket=bucket, Key=copy)) == 403
+    # S3A's bulk delete (a directory's keys): refused as a whole or key by key.
+    try:
+        out = history.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": event_log}]})
+        assert not out.get("Deleted") and [e["Code"] for e in out["Errors"]] == ["AccessDenied"]
+    except ClientError as e:
+        assert e.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+    # Nothing changed: the marker and the event log are there, unchanged; nothing was added.
+    assert admin.get_object(Bucket=bucket, Key=event_log)["Body"].read() == b"x"
+    assert admin.head_object(Bucket=bucket, Key=f"{prefix}/")["ContentLength"] == 0
+    for key in (f"{prefix}/new", copy, "x"):
+        assert status(partial(admin.head_object, Bucket=bucket, Key=key)) == 404, key
+
 
 @pytest.mark.static
 def test_unenforced_statements_present() -> None:
     """The statements MinIO cannot evaluate exist as designed (see the module docstring)."""
     renderer = Renderer(identifiers=FAKE_IDS)
-    for role, services in (("spark", {"s3"}), ("metastore", {"s3", "secretsmanager"})):
+    roles = (("spark", {"s3"}), ("metastore", {"s3", "secretsmanager"}), ("history", {"s3"}))
+    for role, services in roles:
         _, others = split_by_service(renderer.document(role), "s3")
         kms = [st for st in others if all(a.startswith("kms:") for a in st["Action"])]
+        if role == "history":  # it only reads
+            assert [st["Action"] for st in others] == [["kms:Decrypt"]]
         via = {v for st in kms for v in st["Condition"]["StringEquals"]["kms:ViaService"]}
         assert via == {f"{s}.eu-west-1.amazonaws.com" for s in services}, role
         assert all(st["Resource"] == [FAKE_IDS["aws_kms_key.data.arn"]] for st in kms), role
