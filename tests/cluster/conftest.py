@@ -56,6 +56,7 @@ ORDER = (
     "test_cluster_down",  # takes the bare cluster down: last of it
     "test_demo",
     "test_history_server",
+    "test_cluster_metrics",
     "test_report_job",
     "test_hardening",
     "test_faults",

@@ -80,17 +80,18 @@ def _ready(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 
 
 
 @contextmanager
-def running(workdir: Path) -> Iterator[Prometheus]:
+def running(workdir: Path, gateway_host: str = "127.0.0.1") -> Iterator[Prometheus]:
     """A Pushgateway and a Prometheus that scrapes it (honor_labels: a pushed job label
-    stays), both stopped on exit."""
+    stays), both stopped on exit. `gateway_host`: the address the Pushgateway listens on
+    (a cluster's pods reach this machine at the node's bridge address)."""
     bins = binaries()
     gw_port, prom_port = free_port(), free_port()
-    gateway = f"http://127.0.0.1:{gw_port}"
+    gateway = f"http://{gateway_host}:{gw_port}"
     config = workdir / "prometheus.yml"
     config.write_text(
         f"global:\n  scrape_interval: {SCRAPE_INTERVAL}\n  evaluation_interval: 1s\n"
         "scrape_configs:\n  - job_name: pushgateway\n    honor_labels: true\n"
-        f"    static_configs:\n      - targets: ['127.0.0.1:{gw_port}']\n"
+        f"    static_configs:\n      - targets: ['{gateway_host}:{gw_port}']\n"
     )
     procs: list[subprocess.Popen[bytes]] = []
     try:
@@ -100,7 +101,7 @@ def running(workdir: Path) -> Iterator[Prometheus]:
                 subprocess.Popen(
                     [
                         str(bins / "prometheus-pushgateway"),
-                        f"--web.listen-address=127.0.0.1:{gw_port}",
+                        f"--web.listen-address={gateway_host}:{gw_port}",
                     ],
                     stdout=out,
                     stderr=subprocess.STDOUT,
