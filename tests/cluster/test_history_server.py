@@ -76,6 +76,7 @@ def test_the_demo_jobs_event_logs_are_in_s3_and_hold_no_secret(deployed: Deploye
     secrets = [
         deployed.secret("logberg-s3", "AWS_ACCESS_KEY_ID"),
         deployed.secret("logberg-s3", "AWS_SECRET_ACCESS_KEY"),
+        deployed.secret("logberg-metastore-db", "password"),
     ]
     for name, app in app_ids(deployed).items():
         folder = f"{PREFIX}eventlog_v2_{app}/"
