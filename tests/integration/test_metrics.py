@@ -4,6 +4,7 @@ the rows each gold table holds; a wrong LOGBERG_PUSHGATEWAY fails before Spark s
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -14,6 +15,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from logberg.pipeline import metrics
+from logberg.pipeline.ingest.batch import ingest
+from logberg.pipeline.ingest.config import IngestConfig
 from logberg_platform.local_settings import LocalSettings
 from logberg_platform.supervisor import free_port
 from tests.conftest import run_logberg
@@ -78,6 +81,9 @@ def test_ingest_and_analytics_push_what_they_did(
     assert prom.value(f"logberg_ingest_newest_file_timestamp_seconds{job}") == pytest.approx(
         newest, abs=1.0
     )  # the ledger keeps the files' times to the millisecond
+    # Nothing waits: every file under the input was taken.
+    assert prom.value(f"logberg_ingest_pending_files{job}") == 0
+    assert not prom.query(f"logberg_ingest_pending_oldest_file_timestamp_seconds{job}")
 
     r = run_logberg(["analytics"], env)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -91,6 +97,47 @@ def test_ingest_and_analytics_push_what_they_did(
     assert prom.value('logberg_analytics_dates{job="logberg_analytics"}') == days
     since = prom.value("time() - logberg_analytics_last_success_timestamp_seconds")
     assert since >= 0
+
+
+LINE = '203.0.113.{n} - - [01/Mar/2025:10:00:0{n} +0000] "GET /a HTTP/1.1" 200 5 "-" "curl/8"\n'
+
+
+def land(path: Path, lines: int, mtime: float) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        f.writelines(LINE.format(n=n) for n in range(lines))
+    os.utime(path, (mtime, mtime))
+
+
+def test_the_lag_is_the_age_of_what_waits(
+    fresh_namespace: LocalSettings, spark: SparkSession, prom: Prometheus, tmp_path: Path
+) -> None:
+    """A run pushes what waits under its inputs as it ends: a file that landed after its
+    listing and an ingested file that changed since; the next run takes both."""
+    day = tmp_path / "raw" / "dt=2025-03-01"
+    hour_ago = float(int(time.time()) - 3600)
+    land(day / "access-1.log", 3, hour_ago - 600)
+    cfg = IngestConfig(inputs=(tmp_path.as_uri(),))
+    result = ingest(spark, cfg)
+    assert result.total.accepted == 3
+
+    land(day / "access-2.log", 2, hour_ago)  # landed after the run listed its inputs
+    land(day / "access-1.log", 1, hour_ago - 300)  # grew since it was ingested
+    metrics.push_ingest(prom.gateway, spark, result, cfg)
+    job = '{job="logberg_ingest"}'
+    assert prom.value(f"logberg_ingest_pending_files{job} == 2") == 2
+    oldest = prom.value(f"logberg_ingest_pending_oldest_file_timestamp_seconds{job}")
+    assert oldest == pytest.approx(hour_ago - 300, abs=1.0)
+    newest = prom.value(f"logberg_ingest_pending_newest_file_timestamp_seconds{job}")
+    assert newest == pytest.approx(hour_ago, abs=1.0)
+    assert prom.value(f"time() - logberg_ingest_pending_oldest_file_timestamp_seconds{job}") > 3000
+
+    result = ingest(spark, cfg)
+    assert result.total.accepted == 6  # the changed file again, whole, and the new one
+    metrics.push_ingest(prom.gateway, spark, result, cfg)
+    assert prom.value(f"logberg_ingest_pending_files{job} == 0") == 0
+    assert not prom.query(f"logberg_ingest_pending_oldest_file_timestamp_seconds{job}")
+    assert spark.table("nginx_logs.access_logs").count() == 6
 
 
 @pytest.mark.parametrize(

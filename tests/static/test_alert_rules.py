@@ -53,9 +53,26 @@ def fired(labels: dict[str, str], summary: str, description: str) -> dict[str, A
 
 
 LAG_TEXT = (
-    "No file newer than 7200s has been ingested. Check the ingest SparkApplications and the "
+    "A landed file has waited more than 7200s for an ingest (logberg_ingest_pending_files), or "
+    "no ingest run has succeeded for that long. Check the ingest SparkApplications and the "
     "landing zone."
 )
+OLDEST = "logberg_ingest_pending_oldest_file_timestamp_seconds"
+LAST_INGEST = "logberg_ingest_last_success_timestamp_seconds"
+
+
+def series(name: str, instance: str, values: str) -> dict[str, str]:
+    return {"series": f'{name}{{{INGEST},instance="{instance}"}}', "values": values}
+
+
+def lags(instance: str) -> dict[str, Any]:
+    return fired(
+        {"severity": "warning", "instance": instance},
+        f"logberg ingest of {instance} lags by 2h 15m 0s",
+        LAG_TEXT,
+    )
+
+
 REJECT_TEXT = (
     "More than 0.05 of the lines were rejected: see logberg_ingest_rejected_lines by reason "
     "and nginx_logs.access_logs_rejects."
@@ -73,15 +90,15 @@ STALE_TEXT = (
 CASES: dict[str, dict[str, Any]] = {
     "ingest lag": {
         "input_series": [
-            # a: the newest file never moves on (its time stays 0); b's is always current.
-            {
-                "series": f'logberg_ingest_newest_file_timestamp_seconds{{{INGEST},instance="a"}}',
-                "values": "0+0x200",
-            },
-            {
-                "series": f'logberg_ingest_newest_file_timestamp_seconds{{{INGEST},instance="b"}}',
-                "values": "0+60x200",
-            },
+            # Every run succeeds (a minute apart) for a, b and c. a: a file that landed at 0
+            # is never taken; b: what waits is always a minute old; c: nothing ever waits.
+            # d: nothing was waiting at its last push, but no run has succeeded since 0.
+            series(OLDEST, "a", "0+0x200"),
+            series(LAST_INGEST, "a", "0+60x200"),
+            series(OLDEST, "b", "0+60x200"),
+            series(LAST_INGEST, "b", "0+60x200"),
+            series(LAST_INGEST, "c", "0+60x200"),
+            series(LAST_INGEST, "d", "0+0x200"),
         ],
         "alert_rule_test": [
             {"eval_time": "100m", "alertname": "LogbergIngestLag", "exp_alerts": []},
@@ -90,13 +107,7 @@ CASES: dict[str, dict[str, Any]] = {
             {
                 "eval_time": "135m",
                 "alertname": "LogbergIngestLag",
-                "exp_alerts": [
-                    fired(
-                        {"severity": "warning", "instance": "a"},
-                        "logberg ingest lags: the newest ingested file of a is 2h 15m 0s old",
-                        LAG_TEXT,
-                    )
-                ],
+                "exp_alerts": [lags("a"), lags("d")],
             },
         ],
     },

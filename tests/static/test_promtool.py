@@ -36,7 +36,7 @@ def test_a_runs_metrics_pass_promtool() -> None:
     )  # fmt: skip
     text = exposition(
         [
-            *ingest_metrics(ingest, {"bad_ip": 1, "unparseable": 1}, 1.6e9, 1.7e9),
+            *ingest_metrics(ingest, {"bad_ip": 1, "unparseable": 1}, 1.6e9, 1.7e9, (1.5e9, 1.6e9)),
             *analytics_metrics(analytics, {"daily_top_ips": (40, 120)}, 1.7e9),
         ]
     )

@@ -151,7 +151,7 @@ def run(a: argparse.Namespace) -> int:
     if cfg.follow is None:
         result = ingest(spark, cfg)
         print(result.summary(), flush=True)
-        metrics.push_ingest(gateway, spark, result)
+        metrics.push_ingest(gateway, spark, result, cfg)
         return 0
     from logberg.pipeline.analytics import AnalyticsConfig, analytics
     from logberg.pipeline.ingest.batch import IngestResult
@@ -159,7 +159,7 @@ def run(a: argparse.Namespace) -> int:
 
     def committed(batch_id: int, result: IngestResult) -> None:
         print(f"stream batch {batch_id} committed: {result.summary()}", flush=True)
-        metrics.push_ingest(gateway, spark, result)
+        metrics.push_ingest(gateway, spark, result, cfg)
 
     def refresh(s: SparkSession) -> None:
         result = analytics(s, AnalyticsConfig())

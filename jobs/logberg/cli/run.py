@@ -24,7 +24,7 @@ def run(a: argparse.Namespace) -> int:
     ingested, analysed = run_pipeline(spark, ingest_cfg, analytics_cfg)
     print(ingested.summary(), flush=True)
     print(analysed.summary(), flush=True)
-    metrics.push_ingest(gateway, spark, ingested)
+    metrics.push_ingest(gateway, spark, ingested, ingest_cfg)
     metrics.push_analytics(gateway, spark, analysed)
     return 0
 

@@ -19,7 +19,7 @@ import os
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import quote, urlparse
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from logberg.pipeline.analytics import AnalyticsResult
     from logberg.pipeline.ingest.batch import IngestResult
+    from logberg.pipeline.ingest.config import IngestConfig
 
 log = logging.getLogger(__name__)
 
@@ -75,18 +76,22 @@ def exposition(metrics: Iterable[Metric]) -> str:
     return "\n".join(out) + "\n"
 
 
+def _maybe(value: float | None) -> tuple[tuple[Mapping[str, str], float], ...]:
+    return (({}, value),) if value is not None else ()
+
+
 def ingest_metrics(
     result: IngestResult,
     rejected_by_reason: Mapping[str, int],
     newest_file: float | None,
     now: float,
+    waiting: Sequence[float] = (),
 ) -> list[Metric]:
     """One ingest run's figures. `newest_file`: the modification time (Unix) of the newest
-    file ingested so far (the ledger's), None while there is none."""
+    file ingested so far (the ledger's), None while there is none. `waiting`: the
+    modification times of the files that have landed and wait for an ingest, listed when the
+    run ended."""
     t = result.total
-    newest: tuple[tuple[Mapping[str, str], float], ...] = (
-        (({}, newest_file),) if newest_file is not None else ()
-    )
     return [
         gauge(
             "logberg_ingest_lines",
@@ -113,9 +118,27 @@ def ingest_metrics(
         ),
         gauge(
             "logberg_ingest_newest_file_timestamp_seconds",
-            "Modification time of the newest file ingested so far (Unix time): the ingest lag "
-            "is time() minus this.",
-            *newest,
+            "Modification time of the newest file ingested so far (Unix time): how old the "
+            "newest ingested data is.",
+            *_maybe(newest_file),
+        ),
+        gauge(
+            "logberg_ingest_pending_files",
+            "Files under the inputs that wait for an ingest (new, or changed since their last "
+            "ingest), listed when the last run ended.",
+            ({}, len(waiting)),
+        ),
+        gauge(
+            "logberg_ingest_pending_oldest_file_timestamp_seconds",
+            "Modification time of the oldest file waiting for an ingest (Unix time), absent "
+            "when none waits: the ingest lag is time() minus this.",
+            *_maybe(min(waiting, default=None)),
+        ),
+        gauge(
+            "logberg_ingest_pending_newest_file_timestamp_seconds",
+            "Modification time of the newest file waiting for an ingest (Unix time), absent "
+            "when none waits.",
+            *_maybe(max(waiting, default=None)),
         ),
         gauge(
             "logberg_ingest_last_success_timestamp_seconds",
@@ -236,11 +259,25 @@ def table_rows(spark: SparkSession, tables: Iterable[str]) -> dict[str, tuple[in
     return out
 
 
-def push_ingest(url: str | None, spark: SparkSession, result: IngestResult) -> None:
+def waiting_files(spark: SparkSession, cfg: IngestConfig) -> list[float]:
+    """The modification times (Unix) of the files under the run's inputs that wait for an
+    ingest now: a fresh listing against the ledger, so files that landed during the run
+    count."""
+    from logberg.pipeline.ingest.plan import pending
+
+    return [f.modified.timestamp() for f in pending(spark, cfg.inputs, cfg.since)]
+
+
+def push_ingest(
+    url: str | None, spark: SparkSession, result: IngestResult, cfg: IngestConfig
+) -> None:
+    """The run's figures, and what waits under its inputs (one more listing, only when
+    pushing)."""
     if url is None:
         return
     reasons = rejected_by_reason(spark, result.run_id) if result.total.rejected else {}
-    metrics = ingest_metrics(result, reasons, newest_file(spark), time.time())
+    now = time.time()
+    metrics = ingest_metrics(result, reasons, newest_file(spark), now, waiting_files(spark, cfg))
     push(url, "logberg_ingest", metrics)
 
 

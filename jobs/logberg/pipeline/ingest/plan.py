@@ -107,6 +107,16 @@ def plan(
     return todo, changed
 
 
+def pending(spark: SparkSession, inputs: Sequence[str], since: dt.date | None) -> list[InputFile]:
+    """The files under `inputs` that an ingest would read now (new, or changed since their
+    last ingest), by a fresh listing against the ledger: what has landed and waits."""
+    files = list_inputs(spark, inputs, since)
+    if not files:
+        return []
+    todo, _ = plan(files, ledger_state(spark, [f.uri for f in files]))
+    return todo
+
+
 def batches(files: Sequence[InputFile], max_bytes: int) -> list[list[InputFile]]:
     """Consecutive groups of at most `max_bytes` input bytes (a bigger file alone)."""
     out: list[list[InputFile]] = []
