@@ -282,13 +282,10 @@ def push_ingest(
 
 
 def push_analytics(url: str | None, spark: SparkSession, result: AnalyticsResult) -> None:
-    """The run's figures; rows for each gold table it wrote (its steps name them)."""
+    """The run's figures; rows for each table it wrote."""
     if url is None:
         return
     from logberg.lakehouse.schema import DATABASE
-    from logberg.pipeline.analytics import GOLD
 
-    gold = {t.name for t in GOLD} | {"daily_latency"}
-    written = [f"{DATABASE}.{k}" for k in result.steps if k in gold or k.endswith("_humans")]
-    rows = table_rows(spark, written)
+    rows = table_rows(spark, [f"{DATABASE}.{t}" for t in result.tables])
     push(url, "logberg_analytics", analytics_metrics(result, rows, time.time()))

@@ -33,6 +33,7 @@ class AnalyticsResult:
     top_n: int
     duration_s: float
     steps: Mapping[str, float] = field(default_factory=dict)  # seconds per table written
+    tables: tuple[str, ...] = ()  # the tables the run wrote (names in the database)
 
     def summary(self) -> str:
         steps = ",".join(f"{k}:{v}" for k, v in self.steps.items())

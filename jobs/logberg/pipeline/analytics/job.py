@@ -204,8 +204,8 @@ def tables_of(
     weeks: set[dt.date],
     cfg: AnalyticsConfig,
     steps: dict[str, float],
-) -> None:
-    """Every table's rows for `days` and `weeks`, written. The weeks hold the days: two
+) -> tuple[str, ...]:
+    """Every table's rows for `days` and `weeks`, written; their names. The weeks hold the days: two
     cached rollups of their rows (address x device per day, and hour x status) serve the
     daily and weekly tables. The longest chain (address_devices, the ranking, the ranked
     addresses' paths) has the cores first; then every table is written at once."""
@@ -248,6 +248,8 @@ def tables_of(
             df.unpersist()
     raise_first(humans)
     steps["tables"] = round(time.monotonic() - t, 2)
+    human_tables = (DAILY_TOP_IPS_HUMANS, WEEKLY_TOP_IPS_HUMANS) if cfg.exclude_bots else ()
+    return tuple(t.name for t in (*(w.table for w in writes), *human_tables))
 
 
 def analytics(spark: SparkSession, cfg: AnalyticsConfig) -> AnalyticsResult:
@@ -271,8 +273,7 @@ def analytics(spark: SparkSession, cfg: AnalyticsConfig) -> AnalyticsResult:
     days = {d for d in days if d is not None}
     weeks = {week_start(d) for d in days}
     steps: dict[str, float] = {"setup": round(time.monotonic() - t0, 2)}
-    if days:
-        tables_of(spark, logs, days, weeks, cfg, steps)
+    written = tables_of(spark, logs, days, weeks, cfg, steps) if days else ()
     duration = time.monotonic() - t0
     if days or run_ids:
         row = (
@@ -288,4 +289,6 @@ def analytics(spark: SparkSession, cfg: AnalyticsConfig) -> AnalyticsResult:
         rows_frame(spark, [row], ANALYTICS_RUNS.struct()).writeTo(
             qualified(spark, ANALYTICS_RUNS)
         ).append()
-    return AnalyticsResult(sorted(days), sorted(weeks), len(run_ids), cfg.top_n, duration, steps)
+    return AnalyticsResult(
+        sorted(days), sorted(weeks), len(run_ids), cfg.top_n, duration, steps, written
+    )
