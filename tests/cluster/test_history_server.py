@@ -4,7 +4,6 @@ release's History Server (values-kind.yaml turns both on), reached as a user doe
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import signal
@@ -17,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import zstandard
 
 from tests.cluster.framework import BUCKET, CONTEXT, NS, Deployed, wait_for
 from tests.conftest import REPO
+from tests.helpers import event_logs
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -86,11 +85,7 @@ def test_the_demo_jobs_event_logs_are_in_s3_and_hold_no_secret(deployed: Deploye
         assert logs, (name, files)
         text = ""
         for key in logs:
-            raw = s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
-            reader = zstandard.ZstdDecompressor().stream_reader(
-                io.BytesIO(raw), read_across_frames=True
-            )
-            text += reader.read().decode()
+            text += event_logs.text(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
         assert text.startswith('{"Event":"SparkListenerLogStart"'), text[:200]
         assert '"Event":"SparkListenerApplicationEnd"' in text, name
         assert "spark.eventLog.dir" in text  # the properties are there, the keys are not

@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import zstandard
 
 from logberg_platform import connect_server, history, local, s3server
 from logberg_platform.local_settings import LocalSettings
 from logberg_platform.supervisor import free_port, port_open
 from tests.conftest import run_logberg
+from tests.helpers import event_logs
 from tests.integration.test_ingest import generate
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("lakehouse")]
@@ -93,15 +93,8 @@ def event_text(s: LocalSettings, app: str | None = None) -> str:
     pattern = f"eventlog_v2_{app or '*'}/events_*"
     out = []
     for f in sorted(history.events_dir(s).glob(pattern)):
-        chunks = []
         with f.open("rb") as raw:
-            reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
-            try:
-                while chunk := reader.read(1 << 20):
-                    chunks.append(chunk)
-            except zstandard.ZstdError:
-                pass
-        out.append(b"".join(chunks).decode("utf-8", "replace"))
+            out.append(event_logs.text(raw))
     return "\n".join(out)
 
 
