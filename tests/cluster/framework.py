@@ -36,6 +36,7 @@ from typing import Any
 import yaml
 
 from tests.conftest import REPO
+from tests.helpers.waiting import eventually
 
 KEEP = os.environ.get("LOGBERG_TEST_KEEP_CLUSTER", "") not in ("", "0")
 PINS_TOML = REPO / "jobs" / "logberg" / "versions.toml"
@@ -56,12 +57,9 @@ def kubectl_path() -> Path:
 
 
 def wait_for(what: str, check: Callable[[], bool], timeout: float = 600, every: float = 2) -> float:
-    """Poll a condition until it holds; how long that took."""
+    """Poll a condition until it holds (tests/helpers/waiting); how long that took."""
     started = time.monotonic()
-    while not check():
-        if time.monotonic() - started > timeout:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(every)
+    eventually(what, check, timeout, every)
     return time.monotonic() - started
 
 

@@ -15,7 +15,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from logberg.lakehouse.hadoop import s3a_properties, spark_properties
 from logberg_platform.local_settings import java_home
 from logberg_platform.setup_artifacts import jar_dir
 from tests.eks_support import minio
+from tests.helpers.waiting import eventually
 
 REPO = Path(__file__).resolve().parents[2]
 SERVER_CLASS = "org.apache.spark.deploy.history.HistoryServer"
@@ -148,12 +148,13 @@ class HistoryServer:
     def wait_for_application(self, app_id: str, deadline_s: float = 240) -> dict[str, Any]:
         """The application as the server lists it, once it lists it as completed. Raises
         if the server exits first (e.g. denied the log directory) or never lists it."""
-        assert self.proc is not None
-        deadline = time.monotonic() + deadline_s
-        while True:
-            if self.proc.poll() is not None:
+        proc = self.proc
+        assert proc is not None
+
+        def listed() -> dict[str, Any] | None:
+            if proc.poll() is not None:
                 raise RuntimeError(
-                    f"the History Server exited ({self.proc.returncode}):\n{self.log_tail()}"
+                    f"the History Server exited ({proc.returncode}):\n{self.log_tail()}"
                 )
             try:
                 for app in self.api("applications"):
@@ -161,9 +162,7 @@ class HistoryServer:
                         return dict(app)
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 pass  # not listening yet
-            if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"the History Server did not list {app_id} within {deadline_s}s:\n"
-                    + self.log_tail()
-                )
-            time.sleep(1)
+            return None
+
+        what = f"the History Server to list {app_id}"
+        return eventually(what, listed, deadline_s, explain=self.log_tail)

@@ -13,8 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,24 +24,13 @@ from logberg_platform.local_settings import LocalSettings
 from logberg_platform.supervisor import free_port, port_open
 from tests.conftest import run_logberg
 from tests.helpers import event_logs
+from tests.helpers.waiting import eventually
 from tests.integration.test_ingest import generate
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("lakehouse")]
 
 IN_PROCESS = {"LOGBERG_SPARK_MODE": "in-process"}
 APP_ID = re.compile(r"application (local-\d+)")
-
-
-def eventually(what: str, check: Callable[[], Any], timeout: float = 90) -> Any:
-    """check()'s first truthy value; the History Server lists a log within its update
-    interval (2 s), so the timeout only bounds a failure."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found:
-            return found
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(1)
 
 
 @pytest.fixture(scope="module")
