@@ -159,7 +159,9 @@ FOREIGN = re.compile(
 
 VOLATILE_SYSCTL = re.compile(
     r"^(fs\.(dentry-state|file-nr|inode-nr|inode-state|aio-nr|quota\.)|kernel\.(ns_last_pid|random\.|pty\.nr)"
-    r"|net\.netfilter\.nf_conntrack_count|net\.ipv[46]\.(conf|neigh)\.(?!all\.|default\.))"
+    r"|net\.netfilter\.nf_conntrack_count|net\.ipv[46]\.(conf|neigh)\.(?!all\.|default\.)"
+    # the kernel makes its TCP Fast Open key on first use: zero on a fresh machine until then
+    r"|net\.ipv4\.tcp_fastopen_key)"
 )
 
 
