@@ -1,6 +1,9 @@
-"""logberg's own metrics from a release: a SparkApplication's driver pushes its run's
-figures to a Pushgateway (chart value monitoring.pushgatewayUrl sets the same environment)
-and a real Prometheus scrapes it; PromQL gives the generator's manifest.
+"""What a running job shows, through a real Prometheus and `logberg k8s ui`: the streaming
+example (`ingest --follow`, which runs until deleted) pushes logberg's figures for its
+micro-batch to a Pushgateway (chart value monitoring.pushgatewayUrl sets the same
+environment), and PromQL gives the generator's manifest; Prometheus scrapes Spark's own
+metrics from the driver's PrometheusServlet, at the address its scrape annotations give;
+`logberg k8s ui APP` reaches the live driver's UI.
 
 The Pushgateway and Prometheus are Debian's (`make prometheus`), on this machine: the pods
 reach it at the node's address, the cluster's bridge."""
@@ -8,18 +11,21 @@ reach it at the node's address, the cluster's bridge."""
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.cluster.framework import BUCKET, EXAMPLES, LANDING, Deployed
-from tests.helpers.prometheus import running
+from tests.cluster.framework import BUCKET, EXAMPLES, LANDING, Deployed, wait_for
+from tests.cluster.test_history_server import get, ui
+from tests.helpers.prometheus import pod_target, pods_job, running
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
-APP = "logberg-ingest-metrics"
-# A day no other test writes: `ingest --full` of its folder reads exactly this file, on a
-# fresh deployment or a reused one.
+APP = "logberg-streaming-metrics"
+# A day no other test writes; a checkpoint of this run's own, so that on a reused
+# deployment the stream lists the (regenerated) file again and the ledger says it changed.
 DAY = "2024-02-29"
 INSTANCE = "cluster-test"
 
@@ -33,7 +39,9 @@ def node_ip(d: Deployed) -> str:
     ).strip()
 
 
-def test_an_ingest_in_the_cluster_pushes_what_it_read(deployed: Deployed, tmp_path: Path) -> None:
+def test_a_streaming_ingest_pushes_its_figures_and_serves_its_live_ui(
+    deployed: Deployed, tmp_path: Path
+) -> None:
     import yaml
 
     m = deployed.generate(
@@ -42,11 +50,15 @@ def test_an_ingest_in_the_cluster_pushes_what_it_read(deployed: Deployed, tmp_pa
     )  # fmt: skip
     totals = m["totals"]
     assert totals["malformed_total"] > 0
-    with running(tmp_path, gateway_host=node_ip(deployed)) as prom:
-        doc = yaml.safe_load((EXAMPLES / "ingest.yaml").read_text())
+    targets = tmp_path / "pods.json"
+    targets.write_text("[]")
+    with running(tmp_path, gateway_host=node_ip(deployed), extra_jobs=pods_job(targets)) as prom:
+        doc = yaml.safe_load((EXAMPLES / "streaming.yaml").read_text())
         doc["metadata"]["name"] = APP
         doc["spec"]["arguments"] = [
-            "ingest", "--input", f"s3a://{BUCKET}/{LANDING}/raw/nginx/dt={DAY}", "--full",
+            "ingest", "--follow", "--input", f"s3a://{BUCKET}/{LANDING}/raw/nginx/dt={DAY}",
+            "--checkpoint", f"s3a://{BUCKET}/_checkpoints/metrics-test-{uuid.uuid4().hex[:8]}",
+            "--trigger-seconds", "2", "--analytics-every", "0",
         ]  # fmt: skip
         doc["spec"]["driver"]["env"] += [
             {"name": "LOGBERG_PUSHGATEWAY", "value": prom.gateway},
@@ -55,9 +67,21 @@ def test_an_ingest_in_the_cluster_pushes_what_it_read(deployed: Deployed, tmp_pa
         deployed.delete_app(APP)
         deployed.k("apply", "-f", "-", stdin=json.dumps(doc))
         try:
-            deployed.wait_app(APP)
+            driver: dict[str, Any] = {}
+
+            def driver_has_an_address() -> bool:
+                nonlocal driver
+                got = deployed.k("get", "pod", f"{APP}-driver", "-o", "json", "--ignore-not-found")
+                driver = json.loads(got) if got.strip() else {}
+                return bool(driver.get("status", {}).get("podIP"))
+
+            wait_for("the driver pod's address", driver_has_an_address, timeout=300)
+            targets.write_text(json.dumps([pod_target(driver)]))
+
+            # logberg's own, pushed after the micro-batch that read the day's file.
             sel = f'job="logberg_ingest",instance="{INSTANCE}"'
-            assert prom.value(f'logberg_ingest_lines{{{sel},result="accepted"}}') == totals["valid"]
+            accepted = f'logberg_ingest_lines{{{sel},result="accepted"}}'
+            assert prom.value(accepted, timeout=600) == totals["valid"]
             assert (
                 prom.value(f'logberg_ingest_lines{{{sel},result="rejected"}}')
                 == totals["malformed_total"]
@@ -68,5 +92,21 @@ def test_an_ingest_in_the_cluster_pushes_what_it_read(deployed: Deployed, tmp_pa
             )
             assert prom.value(f"logberg_ingest_files{{{sel}}}") == 1
             assert prom.value(f"logberg_ingest_duration_seconds{{{sel}}}") > 0
+            # Its input, listed again as the batch ended, holds nothing it did not take.
+            assert prom.value(f"logberg_ingest_pending_files{{{sel}}}") == 0
+
+            # Spark's own, from the running driver's PrometheusServlet: the jobs it ran.
+            scraped = f'job="pods",pod="{APP}-driver"'
+            jobs = f'{{{scraped},__name__=~"metrics_.+_driver_DAGScheduler_job_allJobs_Value"}}'
+            assert prom.value(f"max({jobs})") > 0
+
+            # The live driver's own UI, not the History Server's pages.
+            app_id = deployed.app_status(APP).get("sparkApplicationId")
+            with ui(deployed, APP) as (url, _):
+                assert url.endswith("/jobs/") and "/history/" not in url, url
+                base = url.removesuffix("/jobs/")
+                [live] = get(f"{base}/api/v1/applications")
+                assert live["id"] == app_id and not live["attempts"][0]["completed"], live
+                assert get(f"{base}/api/v1/applications/{app_id}/jobs"), "no job listed"
         finally:
             deployed.delete_app(APP)

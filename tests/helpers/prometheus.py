@@ -18,6 +18,7 @@ from typing import Any
 
 from logberg_platform.supervisor import free_port
 from tests.conftest import REPO
+from tests.helpers.waiting import eventually
 
 SCRAPE_INTERVAL = "1s"
 
@@ -55,14 +56,9 @@ class Prometheus:
     def value(self, promql: str, timeout: float = 60) -> float:
         """The single value of `promql`, once Prometheus has scraped one (its scrape
         interval is 1 s; the timeout only bounds a failure)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            result = self.query(promql)
-            if result:
-                assert len(result) == 1, result
-                return float(result[0]["value"][1])
-            assert time.monotonic() < deadline, f"Prometheus has no value for {promql}"
-            time.sleep(0.5)
+        result = eventually(f"a value of {promql}", lambda: self.query(promql), timeout, 0.5)
+        assert len(result) == 1, result
+        return float(result[0]["value"][1])
 
 
 def _ready(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 60) -> None:
@@ -79,11 +75,35 @@ def _ready(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 
         time.sleep(0.3)
 
 
+def pods_job(targets: Path) -> str:
+    """A scrape job (`pods`) over the targets listed in `targets` (file_sd, re-read when the
+    file changes). Debian's Prometheus is built without Kubernetes discovery, so the caller
+    lists the pods, with `pod_target`, as the annotations say."""
+    return f"  - job_name: pods\n    file_sd_configs:\n      - files: ['{targets}']\n"
+
+
+def pod_target(pod: dict[str, Any]) -> dict[str, Any]:
+    """A file_sd entry for a pod object annotated prometheus.io/scrape=true: its IP at
+    prometheus.io/port, path prometheus.io/path, label `pod`."""
+    ann = pod["metadata"].get("annotations") or {}
+    assert ann.get("prometheus.io/scrape") == "true", ann
+    return {
+        "targets": [f"{pod['status']['podIP']}:{ann['prometheus.io/port']}"],
+        "labels": {
+            "pod": pod["metadata"]["name"],
+            "__metrics_path__": ann.get("prometheus.io/path", "/metrics"),
+        },
+    }
+
+
 @contextmanager
-def running(workdir: Path, gateway_host: str = "127.0.0.1") -> Iterator[Prometheus]:
+def running(
+    workdir: Path, gateway_host: str = "127.0.0.1", extra_jobs: str = ""
+) -> Iterator[Prometheus]:
     """A Pushgateway and a Prometheus that scrapes it (honor_labels: a pushed job label
     stays), both stopped on exit. `gateway_host`: the address the Pushgateway listens on
-    (a cluster's pods reach this machine at the node's bridge address)."""
+    (a cluster's pods reach this machine at the node's bridge address). `extra_jobs`: more
+    scrape_configs entries (YAML), such as `pods_job`'s."""
     bins = binaries()
     gw_port, prom_port = free_port(), free_port()
     gateway = f"http://{gateway_host}:{gw_port}"
@@ -91,39 +111,28 @@ def running(workdir: Path, gateway_host: str = "127.0.0.1") -> Iterator[Promethe
     config.write_text(
         f"global:\n  scrape_interval: {SCRAPE_INTERVAL}\n  evaluation_interval: 1s\n"
         "scrape_configs:\n  - job_name: pushgateway\n    honor_labels: true\n"
-        f"    static_configs:\n      - targets: ['{gateway_host}:{gw_port}']\n"
+        f"    static_configs:\n      - targets: ['{gateway_host}:{gw_port}']\n" + extra_jobs
     )
     procs: list[subprocess.Popen[bytes]] = []
+
+    def start(name: str, url: str, *args: str) -> None:
+        """Start binary `name` with its log in the workdir; return once `url` is ready."""
+        log = workdir / f"{name}.log"
+        with open(log, "wb") as out:
+            procs.append(
+                subprocess.Popen([str(bins / name), *args], stdout=out, stderr=subprocess.STDOUT)
+            )
+        _ready(url, procs[-1], log)
+
+    url = f"http://127.0.0.1:{prom_port}"
     try:
-        gw_log = workdir / "pushgateway.log"
-        with open(gw_log, "wb") as out:
-            procs.append(
-                subprocess.Popen(
-                    [
-                        str(bins / "prometheus-pushgateway"),
-                        f"--web.listen-address={gateway_host}:{gw_port}",
-                    ],
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                )
-            )
-        _ready(gateway, procs[-1], gw_log)
-        prom_log = workdir / "prometheus.log"
-        with open(prom_log, "wb") as out:
-            procs.append(
-                subprocess.Popen(
-                    [
-                        str(bins / "prometheus"),
-                        f"--config.file={config}",
-                        f"--storage.tsdb.path={workdir / 'tsdb'}",
-                        f"--web.listen-address=127.0.0.1:{prom_port}",
-                    ],
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                )
-            )
-        url = f"http://127.0.0.1:{prom_port}"
-        _ready(url, procs[-1], prom_log)
+        start("prometheus-pushgateway", gateway, f"--web.listen-address={gateway_host}:{gw_port}")
+        start(
+            "prometheus", url,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={workdir / 'tsdb'}",
+            f"--web.listen-address=127.0.0.1:{prom_port}",
+        )  # fmt: skip
         yield Prometheus(url, gateway)
     finally:
         for p in reversed(procs):
