@@ -276,8 +276,9 @@ def push_ingest(
     if url is None:
         return
     reasons = rejected_by_reason(spark, result.run_id) if result.total.rejected else {}
-    now = time.time()
-    metrics = ingest_metrics(result, reasons, newest_file(spark), now, waiting_files(spark, cfg))
+    metrics = ingest_metrics(
+        result, reasons, newest_file(spark), time.time(), waiting_files(spark, cfg)
+    )
     push(url, "logberg_ingest", metrics)
 
 

@@ -113,7 +113,7 @@ def pending(spark: SparkSession, inputs: Sequence[str], since: dt.date | None) -
     files = list_inputs(spark, inputs, since)
     if not files:
         return []
-    todo, _ = plan(files, ledger_state(spark, [f.uri for f in files]))
+    todo, _ = plan(files, ledger_state(spark))
     return todo
 
 
