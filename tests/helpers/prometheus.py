@@ -1,13 +1,12 @@
 """A real Prometheus scraping a real Pushgateway, for the metrics tests: Debian's binaries
-(`make prometheus` unpacks them; LOGBERG_PROMETHEUS_BIN says where), on free ports of
-127.0.0.1, ready when both answer /-/ready, stopped at the end."""
+(`make prometheus` unpacks them; LOGBERG_PROMETHEUS_BIN says where), on free ports (of
+127.0.0.1 unless told), ready when they answer /-/ready, stopped at the end."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -61,20 +60,6 @@ class Prometheus:
         return float(result[0]["value"][1])
 
 
-def _ready(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        assert proc.poll() is None, f"{url} exited:\n{log.read_text()[-3000:]}"
-        assert time.monotonic() < deadline, f"{url} not ready:\n{log.read_text()[-3000:]}"
-        time.sleep(0.3)
-
-
 def pods_job(targets: Path) -> str:
     """A scrape job (`pods`) over the targets listed in `targets` (file_sd, re-read when the
     file changes). Debian's Prometheus is built without Kubernetes discovery, so the caller
@@ -84,12 +69,14 @@ def pods_job(targets: Path) -> str:
 
 def pod_target(pod: dict[str, Any]) -> dict[str, Any]:
     """A file_sd entry for a pod object annotated prometheus.io/scrape=true: its IP at
-    prometheus.io/port, path prometheus.io/path, label `pod`."""
+    prometheus.io/port, path prometheus.io/path, labels `namespace` and `pod` (what a
+    PodMonitor's target labels are)."""
     ann = pod["metadata"].get("annotations") or {}
     assert ann.get("prometheus.io/scrape") == "true", ann
     return {
         "targets": [f"{pod['status']['podIP']}:{ann['prometheus.io/port']}"],
         "labels": {
+            "namespace": pod["metadata"]["namespace"],
             "pod": pod["metadata"]["name"],
             "__metrics_path__": ann.get("prometheus.io/path", "/metrics"),
         },
@@ -97,48 +84,72 @@ def pod_target(pod: dict[str, Any]) -> dict[str, Any]:
 
 
 @contextmanager
-def running(
-    workdir: Path, gateway_host: str = "127.0.0.1", extra_jobs: str = ""
-) -> Iterator[Prometheus]:
-    """A Pushgateway and a Prometheus that scrapes it (honor_labels: a pushed job label
-    stays), both stopped on exit. `gateway_host`: the address the Pushgateway listens on
-    (a cluster's pods reach this machine at the node's bridge address). `extra_jobs`: more
-    scrape_configs entries (YAML), such as `pods_job`'s."""
-    bins = binaries()
-    gw_port, prom_port = free_port(), free_port()
-    gateway = f"http://{gateway_host}:{gw_port}"
+def _serving(name: str, url: str, workdir: Path, *args: str) -> Iterator[None]:
+    """Binary `name` with its log in `workdir`, once `url`/-/ready answers; terminated on exit."""
+    log = workdir / f"{name}.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [str(binaries() / name), *args], stdout=out, stderr=subprocess.STDOUT
+        )
+
+    def ready() -> bool:
+        assert proc.poll() is None, f"{name} exited:\n{log.read_text()[-3000:]}"
+        try:
+            with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    try:
+        eventually(f"{name} at {url}", ready, 60, 0.3, lambda: log.read_text()[-3000:])
+        yield
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@contextmanager
+def pushgateway(workdir: Path, host: str = "127.0.0.1") -> Iterator[str]:
+    """A Pushgateway on a free port of `host`; yields its URL."""
+    url = f"http://{host}:{free_port()}"
+    with _serving("prometheus-pushgateway", url, workdir, f"--web.listen-address={url[7:]}"):
+        yield url
+
+
+@contextmanager
+def prometheus(workdir: Path, gateway: str, extra_jobs: str = "") -> Iterator[Prometheus]:
+    """A Prometheus that scrapes the Pushgateway at `gateway` (honor_labels: a pushed job
+    label stays), every second. `extra_jobs`: more scrape_configs entries (YAML), such as
+    `pods_job`'s."""
+    url = f"http://127.0.0.1:{free_port()}"
     config = workdir / "prometheus.yml"
     config.write_text(
         f"global:\n  scrape_interval: {SCRAPE_INTERVAL}\n  evaluation_interval: 1s\n"
         "scrape_configs:\n  - job_name: pushgateway\n    honor_labels: true\n"
-        f"    static_configs:\n      - targets: ['{gateway_host}:{gw_port}']\n" + extra_jobs
+        f"    static_configs:\n      - targets: ['{gateway.removeprefix('http://')}']\n"
+        + extra_jobs
     )
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def start(name: str, url: str, *args: str) -> None:
-        """Start binary `name` with its log in the workdir; return once `url` is ready."""
-        log = workdir / f"{name}.log"
-        with open(log, "wb") as out:
-            procs.append(
-                subprocess.Popen([str(bins / name), *args], stdout=out, stderr=subprocess.STDOUT)
-            )
-        _ready(url, procs[-1], log)
-
-    url = f"http://127.0.0.1:{prom_port}"
-    try:
-        start("prometheus-pushgateway", gateway, f"--web.listen-address={gateway_host}:{gw_port}")
-        start(
-            "prometheus", url,
-            f"--config.file={config}",
-            f"--storage.tsdb.path={workdir / 'tsdb'}",
-            f"--web.listen-address=127.0.0.1:{prom_port}",
-        )  # fmt: skip
+    with _serving(
+        "prometheus", url, workdir,
+        f"--config.file={config}",
+        f"--storage.tsdb.path={workdir / 'tsdb'}",
+        f"--web.listen-address={url.removeprefix('http://')}",
+    ):  # fmt: skip
         yield Prometheus(url, gateway)
-    finally:
-        for p in reversed(procs):
-            p.terminate()
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+
+
+@contextmanager
+def running(
+    workdir: Path, gateway_host: str = "127.0.0.1", extra_jobs: str = ""
+) -> Iterator[Prometheus]:
+    """A Pushgateway (listening on `gateway_host`) and a Prometheus that scrapes it, both
+    stopped on exit."""
+    with (
+        pushgateway(workdir, gateway_host) as gateway,
+        prometheus(workdir, gateway, extra_jobs) as prom,
+    ):
+        yield prom
