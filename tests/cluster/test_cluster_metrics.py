@@ -3,7 +3,9 @@ example (`ingest --follow`, which runs until deleted) pushes logberg's figures f
 micro-batch to a Pushgateway (chart value monitoring.pushgatewayUrl sets the same
 environment), and PromQL gives the generator's manifest; Prometheus scrapes Spark's own
 metrics from the driver's PrometheusServlet, at the address its scrape annotations give;
-`logberg k8s ui APP` reaches the live driver's UI.
+`logberg k8s ui APP` reaches the live driver's UI. The Spark Operator's own metrics are
+scraped from its controller pod: they count the demo's applications, and an application
+that fails makes the chart's LogbergSparkApplicationFailed expression return its series.
 
 The Pushgateway and Prometheus are Debian's (`make prometheus`), on this machine: the pods
 reach it at the node's address, the cluster's bridge."""
@@ -17,13 +19,16 @@ from typing import Any
 
 import pytest
 
-from tests.cluster.framework import BUCKET, EXAMPLES, LANDING, Deployed, wait_for
+from tests.cluster.framework import BUCKET, EXAMPLES, LANDING, OPERATOR_NS, Deployed, wait_for
 from tests.cluster.test_history_server import get, ui
 from tests.helpers.prometheus import pod_target, pods_job, running
+from tests.helpers.waiting import eventually
+from tests.static.test_alert_rules import rules
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 APP = "logberg-streaming-metrics"
+FAILING = "logberg-fails-on-purpose"
 # A day no other test writes; a checkpoint of this run's own, so that on a reused
 # deployment the stream lists the (regenerated) file again and the ledger says it changed.
 DAY = "2024-02-29"
@@ -65,7 +70,16 @@ def test_a_streaming_ingest_pushes_its_figures_and_serves_its_live_ui(
             {"name": "LOGBERG_METRICS_INSTANCE", "value": INSTANCE},
         ]
         deployed.delete_app(APP)
+        controller = operator_pod(deployed)
+        operator = controller["metadata"]["name"]
+        targets.write_text(json.dumps([pod_target(controller)]))
+        failed_alert = alert_expr("LogbergSparkApplicationFailed")
+        # The operator as scraped: the demo's two applications completed.
+        assert prom.value(f'sum(spark_application_success_count{{pod="{operator}"}})') >= 2
+        if not prom.query(f'spark_application_failure_count{{pod="{operator}"}}'):
+            assert prom.query(failed_alert) == [], "no application has failed yet"
         deployed.k("apply", "-f", "-", stdin=json.dumps(doc))
+        deployed.k("apply", "-f", "-", stdin=json.dumps(failing(doc)))
         try:
             driver: dict[str, Any] = {}
 
@@ -76,7 +90,7 @@ def test_a_streaming_ingest_pushes_its_figures_and_serves_its_live_ui(
                 return bool(driver.get("status", {}).get("podIP"))
 
             wait_for("the driver pod's address", driver_has_an_address, timeout=300)
-            targets.write_text(json.dumps([pod_target(driver)]))
+            targets.write_text(json.dumps([pod_target(controller), pod_target(driver)]))
 
             # logberg's own, pushed after the micro-batch that read the day's file.
             sel = f'job="logberg_ingest",instance="{INSTANCE}"'
@@ -108,5 +122,41 @@ def test_a_streaming_ingest_pushes_its_figures_and_serves_its_live_ui(
                 [live] = get(f"{base}/api/v1/applications")
                 assert live["id"] == app_id and not live["attempts"][0]["completed"], live
                 assert get(f"{base}/api/v1/applications/{app_id}/jobs"), "no job listed"
+
+            # The application that failed, as the operator counts it and the alert sees it.
+            wait_for(f"{FAILING} to fail", lambda: app_state(deployed, FAILING) == "FAILED")
+            [fired] = eventually(
+                "the failed-application alert's series", lambda: prom.query(failed_alert)
+            )
+            assert fired["metric"] == {"namespace": OPERATOR_NS}, fired
         finally:
             deployed.delete_app(APP)
+            deployed.delete_app(FAILING)
+
+
+def operator_pod(d: Deployed) -> dict[str, Any]:
+    """The operator's running controller pod (its chart annotates it for a scrape)."""
+    selector = ["-l", "app.kubernetes.io/component=controller"]
+    listed = d.kubectl("-n", OPERATOR_NS, "get", "pods", *selector, "-o", "json")
+    [pod] = [p for p in json.loads(listed)["items"] if p["status"].get("phase") == "Running"]
+    return dict(pod)
+
+
+def alert_expr(name: str) -> str:
+    """The expression of alert `name` as the chart renders its PrometheusRule."""
+    [expr] = [r["expr"] for g in rules()["groups"] for r in g["rules"] if r["alert"] == name]
+    return str(expr)
+
+
+def failing(doc: dict[str, Any]) -> dict[str, Any]:
+    """The same application with a command logberg does not have: its driver exits non-zero,
+    and with restartPolicy Never the operator marks it FAILED at once."""
+    bad = json.loads(json.dumps(doc))
+    bad["metadata"]["name"] = FAILING
+    bad["spec"]["arguments"] = ["no-such-command"]
+    bad["spec"]["restartPolicy"] = {"type": "Never"}
+    return bad
+
+
+def app_state(d: Deployed, name: str) -> str:
+    return str((d.app_status(name).get("applicationState") or {}).get("state", ""))

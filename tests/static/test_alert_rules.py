@@ -151,6 +151,8 @@ CASES: dict[str, dict[str, Any]] = {
                 "series": 'spark_application_failure_count{namespace="logberg"}',
                 "values": "0 0 0 1x60",
             },
+            # the operator's first failure: the series appears at 1 (at 3m)
+            {"series": 'spark_application_failure_count{namespace="new"}', "values": "_ _ _ 1x60"},
             {"series": 'spark_application_failure_count{namespace="other"}', "values": "0x60"},
         ],
         "alert_rule_test": [
@@ -160,10 +162,11 @@ CASES: dict[str, dict[str, Any]] = {
                 "alertname": "LogbergSparkApplicationFailed",
                 "exp_alerts": [
                     fired(
-                        {"severity": "critical", "namespace": "logberg"},
+                        {"severity": "critical", "namespace": ns},
                         "A SparkApplication failed in the last 15 minutes",
                         FAILED_TEXT,
                     )
+                    for ns in ("logberg", "new")
                 ],
             },
             {"eval_time": "30m", "alertname": "LogbergSparkApplicationFailed", "exp_alerts": []},
