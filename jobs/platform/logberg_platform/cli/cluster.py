@@ -15,8 +15,16 @@ def up(a: argparse.Namespace) -> int:
     from logberg_platform.cluster import lifecycle
     from logberg_platform.cluster.cluster_settings import ClusterSettings
 
-    lifecycle.up(ClusterSettings.from_env(), progress)
+    lifecycle.up(ClusterSettings.from_env(), progress, make_base)
     return 0
+
+
+def make_base() -> str:
+    """The Debian base in podman, as the images build gets it (a pull by digest where a
+    registry answers, else debootstrap); its name."""
+    from logberg_platform.build import container_images as images
+
+    return images.resolve_base(images.podman_builder(), images.raw_pins()).ref
 
 
 def down(a: argparse.Namespace) -> int:

@@ -221,7 +221,7 @@ def healthy(s: ClusterSettings, comps: dict[str, Supervised], b: Binaries | None
 # -- up -----------------------------------------------------------------------------------------
 
 
-def up(s: ClusterSettings, log: Log = print) -> None:
+def up(s: ClusterSettings, log: Log = print, make_base: Callable[[], str] | None = None) -> None:
     started = time.monotonic()
     preflight(s)
     cached = cached_binaries(s.tools)
@@ -238,8 +238,9 @@ def up(s: ClusterSettings, log: Log = print) -> None:
     if ensure_pki(s):
         log(f"certificates: made in {s.pki}")
     write_kubeconfigs(s)
-    pause = node_images.build_pause(log)
-    coredns = node_images.build_coredns(b.coredns, log)
+    base = node_images.base_image(log, make_base)
+    pause = node_images.build_pause(base, log)
+    coredns = node_images.build_coredns(b.coredns, base, log)
     config.write_configs(s, pause)
     log(f"network: bridge {s.bridge} {s.node_ip}/24, routes, hermetic FORWARD rule")
     host.setup_network(s)

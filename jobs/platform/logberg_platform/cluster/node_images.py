@@ -2,10 +2,11 @@
 into the node's containerd.
 
 Both build with podman FROM the Debian base the other images use: the pinned digest
-(versions.toml [base]) where podman has it, else the same release made here with
-debootstrap under its plain name (`make base-images`). Their tag is a hash of everything in
-the build context and of the base's image id, so a changed binary, Dockerfile or base is a
-new tag and containerd can never keep serving an old image under the same name.
+(versions.toml [base]) where podman has it, else the same release by its plain name, made
+here with debootstrap when podman has neither (as `make base-images` does). Their tag is a
+hash of everything in the build context and of the base's image id, so a changed binary,
+Dockerfile or base is a new tag and containerd can never keep serving an old image under
+the same name.
 """
 
 from __future__ import annotations
@@ -62,19 +63,30 @@ def podman_has(ref: str) -> bool:
     return subprocess.run(["podman", "image", "exists", ref], capture_output=True).returncode == 0
 
 
-def base_image() -> tuple[str, str]:
-    """(what FROM gets, its image id): the pinned base, else the same release by name."""
+def base_image(log: Log, make: Callable[[], str] | None = None) -> tuple[str, str]:
+    """(what FROM gets, its image id): the pinned base, else the same release by name. Where
+    podman has neither, `make()` gets it and returns its name (the CLI passes the images
+    builder's way: a pull by digest, else debootstrap, as `make base-images`), so a machine
+    without a registry needs no step before `cluster-up`."""
     p = pins()
     for ref in (p.base, p.base_name):
         if podman_has(ref):
-            return ref, run(["podman", "image", "inspect", "--format", "{{.Id}}", ref]).strip()
-    raise ServiceError(
-        f"podman has neither {p.base} nor {p.base_name}. Where no registry answers, "
-        "`make base-images` makes the base with debootstrap and imports it under that name"
-    )
+            return ref, _image_id(ref)
+    if make is None:
+        raise ServiceError(
+            f"podman has neither {p.base} nor {p.base_name}. Where no registry answers, "
+            "`make base-images` makes the base with debootstrap and imports it under that name"
+        )
+    log(f"podman has neither {p.base} nor {p.base_name}: making the base")
+    ref = make()
+    return ref, _image_id(ref)
 
 
-def build_pause(log: Log) -> str:
+def _image_id(ref: str) -> str:
+    return run(["podman", "image", "inspect", "--format", "{{.Id}}", ref]).strip()
+
+
+def build_pause(base: tuple[str, str], log: Log) -> str:
     src = images_dir() / "pause"
     with tempfile.TemporaryDirectory(prefix="logberg-pause-") as tmp:
         ctx = Path(tmp)
@@ -83,20 +95,20 @@ def build_pause(log: Log) -> str:
             ["gcc", "-static", "-Os", "-s", "-Wall", "-Wextra", "-Werror",
              "-o", str(ctx / "pause"), str(src / "pause.c")]
         )  # fmt: skip
-        return _build(ctx, PAUSE, log)
+        return _build(ctx, PAUSE, base, log)
 
 
-def build_coredns(coredns_binary: Path, log: Log) -> str:
+def build_coredns(coredns_binary: Path, base: tuple[str, str], log: Log) -> str:
     src = images_dir() / "coredns"
     with tempfile.TemporaryDirectory(prefix="logberg-coredns-") as tmp:
         ctx = Path(tmp)
         shutil.copy(src / "Dockerfile", ctx / "Dockerfile")
         shutil.copy(coredns_binary, ctx / "coredns")
-        return _build(ctx, COREDNS, log)
+        return _build(ctx, COREDNS, base, log)
 
 
-def _build(ctx: Path, name: str, log: Log) -> str:
-    base, base_id = base_image()
+def _build(ctx: Path, name: str, base_image: tuple[str, str], log: Log) -> str:
+    base, base_id = base_image
     ref = f"{name}:{content_tag(ctx, base_id)}"
     if podman_has(ref):
         log(f"image {ref}: present")

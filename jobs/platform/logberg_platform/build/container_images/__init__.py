@@ -24,7 +24,12 @@ tests), with or without the `logberg-` prefix.
 
 from logberg_platform.build.container_images import base, builders, building, specs, tags
 from logberg_platform.build.container_images.base import Base, make_base, require_base, resolve_base
-from logberg_platform.build.container_images.builders import Builder, builder, write_containers_conf
+from logberg_platform.build.container_images.builders import (
+    Builder,
+    builder,
+    podman_builder,
+    write_containers_conf,
+)
 from logberg_platform.build.container_images.building import build, build_one, prune, report, save
 from logberg_platform.build.container_images.specs import (
     BUILDER_ARGS,
@@ -67,6 +72,7 @@ __all__ = [
     "make_base",
     "pin_args",
     "plan",
+    "podman_builder",
     "prune",
     "raw_pins",
     "repo_root",

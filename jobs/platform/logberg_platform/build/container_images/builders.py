@@ -125,6 +125,16 @@ def _docker_works(exe: str) -> bool:
     return True
 
 
+def podman_builder(exe: str = "podman") -> Builder:
+    """podman, with the repository's containers.conf (runc; written on first use)."""
+    env = dict(os.environ)
+    conf = Path(env.get("CONTAINERS_CONF") or specs.repo_root() / ".logberg" / "containers.conf")
+    if not conf.is_file():
+        write_containers_conf(conf)
+    env["CONTAINERS_CONF"] = str(conf)
+    return Builder("podman", exe, env)
+
+
 @cache
 def builder() -> Builder:
     """docker buildx where a Docker daemon answers, else podman (LOGBERG_IMAGE_BUILDER)."""
@@ -139,14 +149,7 @@ def builder() -> Builder:
             f"{BUILDER_ENV}=docker: no docker with buildx and a running daemon on this machine"
         )
     if podman:
-        env = dict(os.environ)
-        conf = Path(
-            env.get("CONTAINERS_CONF") or specs.repo_root() / ".logberg" / "containers.conf"
-        )
-        if not conf.is_file():
-            write_containers_conf(conf)
-        env["CONTAINERS_CONF"] = str(conf)
-        return Builder("podman", podman, env)
+        return podman_builder(podman)
     raise ConfigError(
         "no container builder: install Docker (with buildx) or podman "
         f"(apt-get install podman buildah runc), or set {BUILDER_ENV}"
