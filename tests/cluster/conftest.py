@@ -16,11 +16,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
 import yaml
 
+from logberg_platform.supervisor import free_port
 from tests.cluster.framework import (
     DEMO_ARGS,
     DEPLOY_HOME,
@@ -44,6 +46,7 @@ from tests.cluster.framework import (
     take_down,
 )
 from tests.conftest import REPO
+from tests.helpers.prometheus import pushgateway
 
 # The files in the order of the story they were cut from; each one runs alone too.
 ORDER = (
@@ -175,17 +178,28 @@ def deployed() -> Iterator[Deployed]:
         values=home / "logberg-values.yaml",
     )
     brought_up = False
+    services = ExitStack()
     if d.current():
         print(f"\nreusing the current deployment at {home}")
+        d.gateway = services.enter_context(release_gateway(d))
     else:
         take_down(d.env, "no current deployment there: a fresh cluster")
         home.mkdir(parents=True)
-        d.values.write_text(yaml.safe_dump({"generator": {"args": DEMO_ARGS}}))
         brought_up = True
         try:
             took = {}
             for step in DEPLOY_STEPS:
                 started = time.monotonic()
+                if step == "k8s-deploy":  # the node's address is there once the cluster is
+                    d.gateway = services.enter_context(release_gateway(d))
+                    d.values.write_text(
+                        yaml.safe_dump(
+                            {
+                                "generator": {"args": DEMO_ARGS},
+                                "monitoring": {"pushgatewayUrl": d.gateway},
+                            }
+                        )
+                    )
                 d.outputs[step] = d.make(step)
                 (home / f"{step}.out").write_text(d.outputs[step])
                 took[step] = time.monotonic() - started
@@ -193,15 +207,32 @@ def deployed() -> Iterator[Deployed]:
             d.stamp.write_text(json.dumps(deployment_inputs()))
         except BaseException:
             _post_mortem(d)
+            services.close()
             if not KEEP:
                 _down(d)
             raise
     try:
         yield d
     finally:
+        services.close()
         if brought_up and not KEEP:
             _post_mortem(d)
             _down(d)
+
+
+@contextmanager
+def release_gateway(d: Deployed) -> Iterator[str]:
+    """The Pushgateway the release's jobs push to (chart value monitoring.pushgatewayUrl),
+    on this machine at the node's bridge address, for the whole session. Its port and what
+    was pushed stay in the deployment's home, so a reused deployment pushes to the same URL
+    and the demo's figures are still there."""
+    where = d.home / "pushgateway"
+    where.mkdir(exist_ok=True)
+    saved = where / "port"
+    port = int(saved.read_text()) if saved.exists() else free_port()
+    saved.write_text(str(port))
+    with pushgateway(where, d.node_ip(), port, persist=True) as url:
+        yield url
 
 
 def _post_mortem(d: Deployed) -> None:

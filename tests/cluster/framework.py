@@ -323,6 +323,7 @@ class Deployed:
     kubectl_bin: str
     values: Path
     outputs: dict[str, str] = field(default_factory=dict)
+    gateway: str = ""  # the Pushgateway the release's jobs push to (conftest's)
 
     @property
     def make_vars(self) -> list[str]:
@@ -363,6 +364,13 @@ class Deployed:
 
     def k(self, *args: str, **kw: Any) -> str:
         return self.kubectl("-n", NS, *args, **kw)
+
+    def node_ip(self) -> str:
+        """The node's address: this machine as the pods reach it (the cluster's bridge)."""
+        return self.kubectl(
+            "get", "nodes", "-o",
+            "jsonpath={.items[0].status.addresses[?(@.type=='InternalIP')].address}",
+        ).strip()  # fmt: skip
 
     def obj(self, *args: str) -> dict[str, Any]:
         return dict(json.loads(self.k("get", *args, "-o", "json")))

@@ -1,18 +1,23 @@
-"""What a running job shows, through a real Prometheus and `logberg k8s ui`: the streaming
-example (`ingest --follow`, which runs until deleted) pushes logberg's figures for its
-micro-batch to a Pushgateway (chart value monitoring.pushgatewayUrl sets the same
-environment), and PromQL gives the generator's manifest; Prometheus scrapes Spark's own
-metrics from the driver's PrometheusServlet, at the address its scrape annotations give;
-`logberg k8s ui APP` reaches the live driver's UI. The Spark Operator's own metrics are
-scraped from its controller pod: they count the demo's applications, and an application
-that fails makes the chart's LogbergSparkApplicationFailed expression return its series.
+"""What the jobs show, through a real Prometheus and `logberg k8s ui`.
 
-The Pushgateway and Prometheus are Debian's (`make prometheus`), on this machine: the pods
-reach it at the node's address, the cluster's bridge."""
+The release pushes to a Pushgateway on this machine (chart value monitoring.pushgatewayUrl,
+set by the cluster conftest before the deploy; the pods reach it at the node's address,
+the cluster's bridge), and Prometheus (Debian's, `make prometheus`) scrapes it:
+- the demo's ingest and analytics SparkApplications, the plain examples, pushed their
+  figures, and PromQL gives the demo generator's manifest;
+- the streaming example (`ingest --follow`, which runs until deleted) pushes each
+  micro-batch's, and PromQL gives its own generated file's;
+- Prometheus scrapes Spark's own metrics from the driver's PrometheusServlet, at the
+  address its scrape annotations give, and `logberg k8s ui APP` reaches the live driver;
+- the Spark Operator's own metrics, scraped from its controller pod, count the demo's
+  applications, and an application that fails makes the chart's
+  LogbergSparkApplicationFailed expression return its series.
+"""
 
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -21,7 +26,7 @@ import pytest
 
 from tests.cluster.framework import BUCKET, EXAMPLES, LANDING, OPERATOR_NS, Deployed, wait_for
 from tests.cluster.test_history_server import get, ui
-from tests.helpers.prometheus import pod_target, pods_job, running
+from tests.helpers.prometheus import pod_target, pods_job, prometheus
 from tests.helpers.waiting import eventually
 from tests.static.test_alert_rules import rules
 
@@ -33,15 +38,6 @@ FAILING = "logberg-fails-on-purpose"
 # deployment the stream lists the (regenerated) file again and the ledger says it changed.
 DAY = "2024-02-29"
 INSTANCE = "cluster-test"
-
-
-def node_ip(d: Deployed) -> str:
-    return d.kubectl(
-        "get",
-        "nodes",
-        "-o",
-        "jsonpath={.items[0].status.addresses[?(@.type=='InternalIP')].address}",
-    ).strip()
 
 
 def test_a_streaming_ingest_pushes_its_figures_and_serves_its_live_ui(
@@ -57,7 +53,23 @@ def test_a_streaming_ingest_pushes_its_figures_and_serves_its_live_ui(
     assert totals["malformed_total"] > 0
     targets = tmp_path / "pods.json"
     targets.write_text("[]")
-    with running(tmp_path, gateway_host=node_ip(deployed), extra_jobs=pods_job(targets)) as prom:
+    with prometheus(tmp_path, deployed.gateway, extra_jobs=pods_job(targets)) as prom:
+        # The demo's own runs (make k8s-demo: kubectl apply of the plain examples), which take
+        # the release's metrics settings from its ConfigMap: the last ingest run is the
+        # demo's, the first of the session (a reused deployment whose later files ran other
+        # ingests pushes theirs: run this file on a fresh one).
+        settings = deployed.obj("configmap", "logberg-monitoring")["data"]
+        assert settings["LOGBERG_PUSHGATEWAY"] == deployed.gateway
+        release = f'instance="{settings["LOGBERG_METRICS_INSTANCE"]}"'
+        demo = deployed.demo_manifest()["totals"]
+        ingested = f'logberg_ingest_lines{{job="logberg_ingest",{release}'
+        assert prom.value(f'{ingested},result="accepted"}}') == demo["valid"]
+        assert prom.value(f'{ingested},result="rejected"}}') == demo["malformed_total"]
+        analysed = (
+            f'logberg_analytics_last_success_timestamp_seconds{{job="logberg_analytics",{release}}}'
+        )
+        assert 0 < prom.value(analysed) <= time.time()
+
         doc = yaml.safe_load((EXAMPLES / "streaming.yaml").read_text())
         doc["metadata"]["name"] = APP
         doc["spec"]["arguments"] = [
@@ -65,10 +77,9 @@ def test_a_streaming_ingest_pushes_its_figures_and_serves_its_live_ui(
             "--checkpoint", f"s3a://{BUCKET}/_checkpoints/metrics-test-{uuid.uuid4().hex[:8]}",
             "--trigger-seconds", "2", "--analytics-every", "0",
         ]  # fmt: skip
-        doc["spec"]["driver"]["env"] += [
-            {"name": "LOGBERG_PUSHGATEWAY", "value": prom.gateway},
-            {"name": "LOGBERG_METRICS_INSTANCE", "value": INSTANCE},
-        ]
+        # The release's Pushgateway (envFrom its ConfigMap), as an instance of its own (env
+        # wins over envFrom).
+        doc["spec"]["driver"]["env"] += [{"name": "LOGBERG_METRICS_INSTANCE", "value": INSTANCE}]
         deployed.delete_app(APP)
         controller = operator_pod(deployed)
         operator = controller["metadata"]["name"]

@@ -113,10 +113,16 @@ def _serving(name: str, url: str, workdir: Path, *args: str) -> Iterator[None]:
 
 
 @contextmanager
-def pushgateway(workdir: Path, host: str = "127.0.0.1") -> Iterator[str]:
-    """A Pushgateway on a free port of `host`; yields its URL."""
-    url = f"http://{host}:{free_port()}"
-    with _serving("prometheus-pushgateway", url, workdir, f"--web.listen-address={url[7:]}"):
+def pushgateway(
+    workdir: Path, host: str = "127.0.0.1", port: int | None = None, persist: bool = False
+) -> Iterator[str]:
+    """A Pushgateway on host:port (a free port when None); yields its URL. `persist`: what
+    was pushed outlives a restart (kept in workdir/metrics.db, written as it stops)."""
+    url = f"http://{host}:{port or free_port()}"
+    args = [f"--web.listen-address={url.removeprefix('http://')}"]
+    if persist:
+        args.append(f"--persistence.file={workdir / 'metrics.db'}")
+    with _serving("prometheus-pushgateway", url, workdir, *args):
         yield url
 
 

@@ -232,6 +232,13 @@ def test_ingest_and_streaming_read_the_landing_by_logs_values() -> None:
         assert proc.returncode != 0 and "/logs" in proc.stderr, (bad, proc.stderr)
 
 
+def test_the_pushgateway_url_holds_no_credentials() -> None:
+    """It lands in a ConfigMap: the schema refuses a user or password in it."""
+    url = "monitoring.pushgatewayUrl=http://user:secret@pushgateway:9091"
+    proc = helm("template", "x", str(CHARTS / "logberg"), "--set", url, check=False)
+    assert proc.returncode != 0 and "/monitoring/pushgatewayUrl" in proc.stderr, proc.stderr
+
+
 def test_the_report_goes_only_to_object_storage() -> None:
     """A path would land inside the driver pod and vanish with it."""
     proc = helm("template", "x", str(CHARTS / "logberg"), "--set", "report.output=/tmp/r.html",
@@ -251,6 +258,7 @@ SPARK_POD_KEYS = {
     "labels",
     "annotations",
     "env",
+    "envFrom",
     "nodeSelector",
     "tolerations",
     "podSecurityContext",
@@ -1267,14 +1275,22 @@ def test_the_image_provides_what_the_operator_runs() -> None:
 
 
 def test_monitoring_variant_pushes_and_scrapes_the_drivers() -> None:
-    """The drivers get the Pushgateway and the release as the metrics' instance; the
-    PodMonitor selects exactly this release's drivers (Spark labels them spark-role=driver)
-    on the UI port Spark names `spark-ui`."""
+    """The drivers and the toolbox take the Pushgateway and the release (the metrics'
+    instance) from one ConfigMap, whole; the PodMonitor selects exactly this release's
+    drivers (Spark labels them spark-role=driver) on the UI port Spark names `spark-ui`."""
     items = variant_docs("logberg", "monitoring")
     app = one(items, "SparkApplication", "-ingest")
-    env = {e["name"]: e.get("value") for e in app["spec"]["driver"]["env"]}
-    assert env["LOGBERG_PUSHGATEWAY"] == "http://pushgateway.monitoring:9091"
-    assert env["LOGBERG_METRICS_INSTANCE"] == "logberg"
+    settings = one(items, "ConfigMap", "-monitoring")
+    assert settings["data"] == {
+        "LOGBERG_PUSHGATEWAY": "http://pushgateway.monitoring:9091",
+        "LOGBERG_METRICS_INSTANCE": "logberg",
+    }
+    ref = {"configMapRef": {"name": settings["metadata"]["name"], "optional": True}}
+    toolbox = one(items, "Deployment", "-toolbox")["spec"]["template"]["spec"]["containers"][0]
+    for env_from in (app["spec"]["driver"]["envFrom"], toolbox["envFrom"]):
+        assert env_from == [ref], env_from
+    env = {e["name"] for e in app["spec"]["driver"]["env"]}
+    assert not env & set(settings["data"]), "set twice: env would win over the ConfigMap"
     monitor = one(items, "PodMonitor")
     selector = monitor["spec"]["selector"]["matchLabels"]
     driver_labels = {**app["spec"]["driver"]["labels"], "spark-role": "driver"}

@@ -142,6 +142,20 @@ spark.ui.port: {{ .Values.spark.metrics.port | quote }}
 {{- end }}
 {{- end }}
 
+{{/* The ConfigMap of the metrics settings (monitoring.pushgatewayUrl): the SparkApplications
+     and the toolbox take it whole and optionally (envFrom), so the examples rendered from the
+     chart push wherever the installed release says, and a later `helm upgrade` that sets or
+     clears the URL reaches the next run without editing an application. */}}
+{{- define "logberg.monitoringName" -}}
+{{ include "logberg.fullname" . }}-monitoring
+{{- end }}
+
+{{- define "logberg.envFrom" -}}
+- configMapRef:
+    name: {{ include "logberg.monitoringName" . }}
+    optional: true
+{{- end }}
+
 {{/* Environment of every logberg container: what logberg.lakehouse.session.LakehouseConfig reads
      (LOGBERG_PROFILE=cluster and the same metastore/warehouse/S3 settings as the conf). */}}
 {{- define "logberg.env" -}}
@@ -153,12 +167,6 @@ spark.ui.port: {{ .Values.spark.metrics.port | quote }}
   value: {{ .Values.warehouse.uri | quote }}
 - name: LOGBERG_S3_PATH_STYLE
   value: {{ .Values.s3.pathStyleAccess | toString | quote }}
-{{- with .Values.monitoring.pushgatewayUrl }}
-- name: LOGBERG_PUSHGATEWAY
-  value: {{ . | quote }}
-- name: LOGBERG_METRICS_INSTANCE
-  value: {{ $.Release.Name | quote }}
-{{- end }}
 {{- with .Values.s3.endpoint }}
 - name: LOGBERG_S3_ENDPOINT
   value: {{ . | quote }}
@@ -230,6 +238,8 @@ annotations:
 {{- end }}
 env:
   {{- include "logberg.env" $root | nindent 2 }}
+envFrom:
+  {{- include "logberg.envFrom" $root | nindent 2 }}
 {{- with $p.nodeSelector }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}
