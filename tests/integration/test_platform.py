@@ -301,6 +301,25 @@ def test_wait_ready_gives_up_naming_what_is_missing(lakehouse_env: dict[str, str
     assert r.stderr.count("waiting: ") == 1
 
 
+def test_wait_ready_without_the_metastore_waits_for_the_buckets_only(
+    lakehouse_env: dict[str, str],
+) -> None:
+    """The generator's: no metastore answers on its port, and it is ready once its bucket is."""
+    from logberg_platform import s3server
+    from logberg_platform.local_settings import LocalSettings
+
+    settings = LocalSettings.from_env()
+    s3 = {**s3server.client_env(settings), "LOGBERG_S3_ENDPOINT": settings.s3_endpoint}
+    env = {**lakehouse_env, **s3, "LOGBERG_METASTORE_PORT": str(free_port())}
+    wait = ["wait-ready", "--no-metastore", "--timeout", "3", "--interval", "1"]
+    r = run_logberg([*wait, "--input", "s3a://logberg/landing"], env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().endswith("input s3a://logberg/landing"), r.stdout
+    assert "metastore" not in r.stdout + r.stderr
+    r = run_logberg([*wait, "--input", "s3a://no-such-landing/x"], env)
+    assert r.returncode == 2 and "no-such-landing" in r.stderr, r.stderr
+
+
 def test_wait_ready_writes_the_event_log_marker_or_waits_for_it(
     lakehouse_env: dict[str, str],
 ) -> None:

@@ -223,6 +223,7 @@ labels:
   {{- include "logberg.selectorLabels" $root | nindent 2 }}
   app.kubernetes.io/component: {{ .component }}
   {{- toYaml $root.Values.metastoreClientLabels | nindent 2 }}
+  {{- toYaml $root.Values.s3ClientLabels | nindent 2 }}
   {{- with $p.labels }}
   {{- toYaml . | nindent 2 }}
   {{- end }}
@@ -264,7 +265,8 @@ initContainers:
 {{- end }}
 
 {{/* The init container that waits until the metastore answers and the warehouse and
-     landing buckets exist (`logberg wait-ready`), so no job races the platform it needs. */}}
+     landing buckets exist (`logberg wait-ready`), so no job races the platform it needs.
+     With `noMetastore` in the context: the buckets only (pods that may not reach it). */}}
 {{- define "logberg.waitReady" -}}
 - name: wait-ready
   image: {{ include "logberg.image" . }}
@@ -276,6 +278,9 @@ initContainers:
     - {{ .Values.landing.uri | quote }}
     - --timeout
     - {{ .Values.waitFor.timeoutSeconds | quote }}
+    {{- if .noMetastore }}
+    - --no-metastore
+    {{- end }}
     {{- if .Values.eventLog.enabled }}
     - --event-log-dir
     - {{ include "logberg.eventLogDir" . | quote }}

@@ -28,6 +28,13 @@ def arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="wait for the event-log prefix only, not the metastore and buckets (History Server)",
     )
+    p.add_argument(
+        "--no-metastore",
+        action="store_true",
+        help="wait for the --input buckets and the event-log prefix, not the metastore and "
+        "warehouse (pods that only write to S3, such as the generator: they may not reach the "
+        "metastore)",
+    )
 
 
 def run(a: argparse.Namespace) -> int:
@@ -46,10 +53,10 @@ def run(a: argparse.Namespace) -> int:
         interval=a.interval,
         event_log=event_log,
         lakehouse=not a.event_log_only,
+        metastore=not a.no_metastore,
     )
-    what = (
-        [] if a.event_log_only else [f"metastore {cfg.metastore_uri}", f"warehouse {cfg.warehouse}"]
-    )
+    lakehouse = not (a.event_log_only or a.no_metastore)
+    what = [f"metastore {cfg.metastore_uri}", f"warehouse {cfg.warehouse}"] if lakehouse else []
     what += [f"input {uri}" for uri in a.input if not a.event_log_only]
     what += [f"event logs {a.event_log_dir}"] if a.event_log_dir else []
     print(f"ready after {waited:.0f}s: " + ", ".join(what), flush=True)

@@ -77,11 +77,14 @@ def check(
     inputs: Sequence[str] = (),
     event_log: EventLogDir | None = None,
     lakehouse: bool = True,
+    metastore: bool = True,
 ) -> None:
     """One pass: the metastore answers, the warehouse bucket and every input bucket exist,
-    and the event-log prefix exists (or is created). `lakehouse=False`: the prefix only."""
+    and the event-log prefix exists (or is created). `lakehouse=False`: the prefix only;
+    `metastore=False`: the input buckets and the prefix, not the metastore and warehouse."""
     if lakehouse:
-        cfg.validate()
+        if metastore:
+            cfg.validate()
         for uri in inputs:
             if is_s3(uri):
                 check_bucket(uri, "--input", cfg.s3_endpoint)
@@ -97,6 +100,7 @@ def wait_ready(
     clock: Callable[[], float] = time.monotonic,
     event_log: EventLogDir | None = None,
     lakehouse: bool = True,
+    metastore: bool = True,
 ) -> float:
     """Repeat `check` until it passes; returns the seconds waited. Raises the last
     ConfigError, prefixed with how long it waited, once `timeout` has passed."""
@@ -104,7 +108,7 @@ def wait_ready(
     last = ""
     while True:
         try:
-            check(cfg, inputs, event_log, lakehouse)
+            check(cfg, inputs, event_log, lakehouse, metastore)
             return clock() - started
         except ConfigError as e:
             waited = clock() - started
