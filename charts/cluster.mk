@@ -1,8 +1,8 @@
 # The local single-node Kubernetes cluster: the pinned release built from source, run as
-# plain processes (containerd, etcd, control plane, kubelet, kube-proxy, CoreDNS) on this
-# machine, hermetic. Needs root. Included by the root Makefile, which defines CLUSTER_HOME
-# and CLUSTER_CONTEXT (charts/k8s.mk deploys to this cluster too); settings are
-# LOGBERG_CLUSTER_* environment variables (see charts/README.md).
+# plain processes (containerd, etcd, control plane, kubelet, kube-proxy, the NetworkPolicy
+# enforcer, CoreDNS) on this machine, hermetic. Needs root. Included by the root Makefile,
+# which defines CLUSTER_HOME and CLUSTER_CONTEXT (charts/k8s.mk deploys to this cluster
+# too); settings are LOGBERG_CLUSTER_* environment variables (see charts/README.md).
 
 CLUSTER_IMAGES  ?=
 CLUSTER_RUN = LOGBERG_CLUSTER_HOME=$(CLUSTER_HOME) LOGBERG_CLUSTER_CONTEXT=$(CLUSTER_CONTEXT) \
@@ -10,7 +10,7 @@ CLUSTER_RUN = LOGBERG_CLUSTER_HOME=$(CLUSTER_HOME) LOGBERG_CLUSTER_CONTEXT=$(CLU
 
 .PHONY: cluster-build cluster-up cluster-down cluster-status cluster-load cluster-env
 
-cluster-build: $(VENV)/.installed ## build the pinned Kubernetes, etcd and CoreDNS into .tools (cached by version)
+cluster-build: $(VENV)/.installed ## build the pinned Kubernetes, etcd, CoreDNS and kube-network-policies into .tools (cached by version)
 	$(VENV)/bin/logberg setup kubernetes
 
 cluster-up: cluster-build ## start the local cluster (builds on first use; idempotent; root)

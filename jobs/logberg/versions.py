@@ -20,6 +20,7 @@ class KubePins:
     version: str  # "1.36.4"
     etcd: str
     coredns: str
+    network_policies: str  # sigs.k8s.io/kube-network-policies, without the v
     cni_plugins: str
     kind_node_image: str
 
@@ -95,6 +96,7 @@ def pins() -> Pins:
             version=raw["kubernetes"]["version"],
             etcd=raw["kubernetes"]["etcd"],
             coredns=raw["kubernetes"]["coredns"],
+            network_policies=raw["kubernetes"]["network_policies"],
             cni_plugins=raw["kubernetes"]["cni_plugins"],
             kind_node_image=raw["kubernetes"]["kind_node_image"],
         ),

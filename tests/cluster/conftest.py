@@ -54,10 +54,12 @@ ORDER = (
     "test_cluster_dns",
     "test_cluster_workloads",
     "test_cluster_network",
+    "test_cluster_network_policy",
     "test_cluster_webhook",
     "test_cluster_operator_missing",
     "test_cluster_down",  # takes the bare cluster down: last of it
     "test_demo",
+    "test_network_policies",
     "test_history_server",
     "test_cluster_metrics",
     "test_report_job",

@@ -24,7 +24,9 @@ from tests.cluster.framework import (
     Deployed,
     logberg_k8s,
     truth,
+    unique,
 )
+from tests.cluster.netprobe import delete_probe_pods, probe, start_probe_pods
 from tests.conftest import REPO
 
 # Every generated file ingested first (an earlier, interrupted run may have left some).
@@ -106,30 +108,26 @@ def test_a_query_through_the_server_returns_the_manifests_rows(server: Deployed)
     assert "SPARK_CONNECT_AUTHENTICATE_TOKEN" not in server.k("get", "configmap", "-o", "json")
 
 
-def test_the_network_policies_select_the_pods_the_operator_made(server: Deployed) -> None:
-    """The local cluster's bridge CNI does not enforce NetworkPolicies: here, that the
-    policies' selectors pick the live pods as intended (tests/static checks the rules)."""
-
-    def selected(policy: str, component: str) -> list[str]:
-        spec = server.obj("networkpolicy", policy)["spec"]["podSelector"]
-        selector = ",".join(f"{k}={v}" for k, v in spec["matchLabels"].items())
-        for e in spec.get("matchExpressions", []):
-            selector += f",{e['key']} {e['operator'].lower()} ({','.join(e['values'])})"
-        return server.k(
-            "get", "pods", "-l", f"{selector},app.kubernetes.io/component={component}",
-            "-o", "jsonpath={.items[*].metadata.name}",
-        ).split()  # fmt: skip
-
-    assert selected(SERVER, "connect-server") == [POD]
-    assert selected("logberg", "connect-server") == []
-    executors = selected("logberg", "connect-executor")
-    assert executors and all(e.startswith(f"{SERVER}-exec-") for e in executors)
-    # The executors carry the labels the server's policy admits on the driver ports.
-    rules = server.obj("networkpolicy", SERVER)["spec"]["ingress"]
-    [driver_rule] = [r for r in rules if {p["port"] for p in r["ports"]} == {7078, 7079}]
-    want = driver_rule["from"][0]["podSelector"]["matchLabels"]
-    pod = server.obj("pod", executors[0])
-    assert want.items() <= pod["metadata"]["labels"].items()
+def test_the_server_admits_only_the_release_s_labelled_clients(server: Deployed) -> None:
+    """Enforced on the local cluster: the gRPC port answers (an HTTP/2 SETTINGS frame) a pod
+    with the release's labels and `connect.clientLabels`, and not one missing either."""
+    release = {"app.kubernetes.io/name": "logberg", "app.kubernetes.io/instance": "logberg"}
+    client = {"logberg.io/connect-client": "true"}
+    pods = {
+        "client": (NS, unique("connect-client"), release | client),
+        "release": (NS, unique("connect-release"), release),
+        "label": (NS, unique("connect-label"), client),
+    }
+    start_probe_pods(server, pods)
+    try:
+        ip = server.obj("pod", POD)["status"]["podIP"]
+        target = f"h2:{ip}:15002"
+        assert probe(server, *pods["client"][:2], target) == {"h2": "answer http2 settings"}
+        for who in ("release", "label"):
+            got = probe(server, *pods[who][:2], target)["h2"]
+            assert got.startswith("refused") and "TimeoutError" in got, (who, got)
+    finally:
+        delete_probe_pods(server, pods)
 
 
 def test_sql_from_a_pipe_goes_through_the_server(server: Deployed) -> None:

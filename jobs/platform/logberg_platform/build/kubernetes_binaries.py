@@ -1,4 +1,5 @@
-"""Kubernetes, etcd and CoreDNS binaries for the local cluster, built from the Go module proxy.
+"""Kubernetes, etcd, CoreDNS and kube-network-policies binaries for the local cluster, built
+from the Go module proxy.
 
 `go install k8s.io/kubernetes/cmd/...@v1.x` is refused: Kubernetes' go.mod replaces its
 staging modules (k8s.io/api, client-go, ...) with `./staging/...` paths. So we build from a
@@ -11,8 +12,12 @@ CoreDNS is built from a second wrapper with only the plugins the cluster's Coref
 (no forward, no cloud back-ends): smaller, faster to build, and unable to send a query off
 the machine.
 
+kube-network-policies (the NetworkPolicy enforcer) has no replace lines: a plain
+`go install` of its command at the pinned version.
+
 The binaries land in a versioned cache: `$LOGBERG_TOOLS/kubernetes/<version>/bin` and
-`$LOGBERG_TOOLS/coredns/<version>/bin` (default LOGBERG_TOOLS: `.tools`, git-ignored). A
+`$LOGBERG_TOOLS/coredns/<version>/bin`, `$LOGBERG_TOOLS/kube-network-policies/<version>/bin`
+(default LOGBERG_TOOLS: `.tools`, git-ignored). A
 complete cache (all binaries plus a stamp naming the exact recipe) is reused in seconds.
 
 `make cluster-build` (`logberg setup kubernetes`) runs `ensure_binaries`.
@@ -36,6 +41,7 @@ from logberg.versions import KubePins
 from logberg_platform.cluster.binaries import (
     COREDNS_PLUGINS,
     KUBE_COMMANDS,
+    NETPOL,
     Binaries,
     cached_binaries,
     complete,
@@ -44,6 +50,8 @@ from logberg_platform.cluster.binaries import (
     kube_bin_dir,
     kube_key,
     kube_pins,
+    netpol_bin_dir,
+    netpol_key,
     tools_dir,
 )
 
@@ -60,13 +68,14 @@ def ensure_binaries(tools: Path | None = None, log: Log = print) -> Binaries:
     tools = tools or tools_dir()
     cached = cached_binaries(tools)
     if cached is not None:
-        log(f"kubernetes and coredns binaries: cached in {tools}")
+        log(f"kubernetes, coredns and {NETPOL} binaries: cached in {tools}")
         return cached
     pins = kube_pins()
     go = _go()
     return Binaries(
         kube_bin=_ensure_kubernetes(go, tools, pins, log),
         coredns=_ensure_coredns(go, tools, pins, log) / "coredns",
+        netpol=_ensure_netpol(go, tools, pins, log) / NETPOL,
     )
 
 
@@ -239,6 +248,36 @@ def _ensure_coredns(go: str, tools: Path, pins: KubePins, log: Log) -> Path:
         return bindir
 
 
+# -- kube-network-policies --------------------------------------------------------------------
+
+
+def _ensure_netpol(go: str, tools: Path, pins: KubePins, log: Log) -> Path:
+    bindir = netpol_bin_dir(tools, pins)
+    key = netpol_key(pins)
+    if complete(bindir, key, (NETPOL,)):
+        log(f"{NETPOL} v{pins.network_policies}: cached in {bindir}")
+        return bindir
+    with _lock(bindir.parent):
+        if complete(bindir, key, (NETPOL,)):
+            return bindir
+        started = time.monotonic()
+        partial = bindir.with_name("bin.partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        module = f"sigs.k8s.io/{NETPOL}/cmd@v{pins.network_policies}"
+        log(f"{NETPOL}: go install {module}")
+        _run(
+            [go, "install", "-trimpath", "-ldflags", "-s -w", module],
+            partial,
+            log,
+            GOBIN=str(partial),
+        )
+        (partial / "cmd").rename(partial / NETPOL)  # go names it after the package folder
+        _install(partial, bindir, key)
+        log(f"{NETPOL}: built in {time.monotonic() - started:.0f}s -> {bindir}")
+        return bindir
+
+
 # -- helpers ----------------------------------------------------------------------------------
 
 
@@ -254,8 +293,8 @@ def _env() -> dict[str, str]:
     return dict(os.environ, CGO_ENABLED="0", GOTOOLCHAIN="auto", GOFLAGS="-buildvcs=false")
 
 
-def _run(argv: list[str], cwd: Path, log: Log) -> None:
-    proc = subprocess.run(argv, cwd=cwd, env=_env(), capture_output=True, text=True)
+def _run(argv: list[str], cwd: Path, log: Log, **env: str) -> None:
+    proc = subprocess.run(argv, cwd=cwd, env=_env() | env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise ServiceError(
             f"{' '.join(argv[:3])} failed in {cwd} (exit {proc.returncode}):\n"

@@ -29,6 +29,7 @@ def kubernetes(a: argparse.Namespace) -> int:
 
     found = kube.ensure_binaries(LocalSettings.from_env().tools, lambda msg: print(msg, flush=True))
     print(f"kubernetes binaries: {found.kube_bin}\ncoredns: {found.coredns}")
+    print(f"network policies: {found.netpol}")
     return 0
 
 

@@ -1,4 +1,5 @@
-"""Where the local cluster's binaries are: Kubernetes, etcd and CoreDNS at the pinned
+"""Where the local cluster's binaries are: Kubernetes, etcd, CoreDNS and the NetworkPolicy
+enforcer (kube-network-policies) at the pinned
 versions, in the versioned cache `make cluster-build` (`logberg setup kubernetes`,
 logberg_platform.build.kubernetes_binaries) fills. Found here, never built here."""
 
@@ -44,13 +45,19 @@ def kube_pins() -> KubePins:
     return k
 
 
+NETPOL = "kube-network-policies"
+
+
 @dataclass(frozen=True)
 class Binaries:
     kube_bin: Path  # the six Kubernetes commands and etcd
     coredns: Path
+    netpol: Path  # the NetworkPolicy enforcer
 
     def __getitem__(self, name: str) -> Path:
-        return self.coredns if name == "coredns" else self.kube_bin / name
+        if name == "coredns":
+            return self.coredns
+        return self.netpol if name == NETPOL else self.kube_bin / name
 
 
 def tools_dir() -> Path:
@@ -65,15 +72,22 @@ def coredns_bin_dir(tools: Path, pins: KubePins) -> Path:
     return tools / "coredns" / pins.coredns / "bin"
 
 
+def netpol_bin_dir(tools: Path, pins: KubePins) -> Path:
+    return tools / NETPOL / pins.network_policies / "bin"
+
+
 def cached_binaries(tools: Path | None = None) -> Binaries | None:
     """The cached binaries if the cache is complete, without building anything."""
     tools = tools or tools_dir()
     pins = kube_pins()
     kube, dns = kube_bin_dir(tools, pins), coredns_bin_dir(tools, pins)
-    if complete(kube, kube_key(pins), (*KUBE_COMMANDS, "etcd")) and complete(
-        dns, coredns_key(pins), ("coredns",)
+    netpol = netpol_bin_dir(tools, pins)
+    if (
+        complete(kube, kube_key(pins), (*KUBE_COMMANDS, "etcd"))
+        and complete(dns, coredns_key(pins), ("coredns",))
+        and complete(netpol, netpol_key(pins), (NETPOL,))
     ):
-        return Binaries(kube_bin=kube, coredns=dns / "coredns")
+        return Binaries(kube_bin=kube, coredns=dns / "coredns", netpol=netpol / NETPOL)
     return None
 
 
@@ -96,6 +110,10 @@ def kube_key(pins: KubePins) -> str:
 
 def coredns_key(pins: KubePins) -> str:
     return json.dumps({"recipe": RECIPE, "coredns": pins.coredns, "plugins": COREDNS_PLUGINS})
+
+
+def netpol_key(pins: KubePins) -> str:
+    return json.dumps({"recipe": RECIPE, NETPOL: pins.network_policies})
 
 
 def complete(bindir: Path, key: str, names: tuple[str, ...]) -> bool:

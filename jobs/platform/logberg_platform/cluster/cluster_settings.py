@@ -10,6 +10,8 @@ from pathlib import Path
 
 from logberg.errors import ConfigError
 
+NETPOL_METRICS_PORT = 10265  # the NetworkPolicy enforcer's metrics, on 127.0.0.1
+
 # Ports the components bind besides the two settings below; fixed, so `up` checks them.
 FIXED_PORTS = {
     10248: "kubelet healthz",
@@ -18,6 +20,7 @@ FIXED_PORTS = {
     10256: "kube-proxy healthz",
     10257: "kube-controller-manager",
     10259: "kube-scheduler",
+    NETPOL_METRICS_PORT: "kube-network-policies metrics",
 }
 
 

@@ -238,6 +238,42 @@ def _hermetic_rules(s: ClusterSettings) -> None:
         run([*ipt, "-I", *jump])
 
 
+NETPOL_CHAIN = "LOGBERG-K8S-NETPOL"
+
+
+def enforce_policies(s: ClusterSettings, queue: int) -> None:
+    """Hand the first packet of every new pod connection to the NetworkPolicy enforcer's
+    NFQUEUE (logberg_platform.cluster.netpol says why here and why so). Idempotent."""
+    ipt = ["iptables", "-w", "5", "-t", "mangle"]
+    if subprocess.run([*ipt, "-n", "-L", NETPOL_CHAIN], capture_output=True).returncode != 0:
+        run([*ipt, "-N", NETPOL_CHAIN])
+    run([*ipt, "-F", NETPOL_CHAIN])
+    run([*ipt, "-A", NETPOL_CHAIN, "-m", "conntrack", "!", "--ctstate", "NEW", "-j", "RETURN"])
+    # Local traffic of root: the kubelet's probes, the apiserver calling webhooks.
+    run([*ipt, "-A", NETPOL_CHAIN, "-m", "owner", "--uid-owner", "0", "-j", "RETURN"])
+    for side in ("-s", "-d"):
+        run(
+            [
+                *ipt,
+                "-A",
+                NETPOL_CHAIN,
+                side,
+                str(s.pod_cidr),
+                "-m",
+                "comment",
+                "--comment",
+                f"{MARK}: NetworkPolicy decision",
+                "-j",
+                "NFQUEUE",
+                "--queue-num",
+                str(queue),
+            ]
+        )
+    jump = ["POSTROUTING", "-m", "comment", "--comment", MARK, "-j", NETPOL_CHAIN]
+    if subprocess.run([*ipt, "-C", *jump], capture_output=True).returncode != 0:
+        run([*ipt, "-A", *jump])
+
+
 def hermetic_reject_count(s: ClusterSettings) -> int:
     """Packets the hermetic rule has rejected so far."""
     out = run(["iptables", "-w", "5", "-t", "filter", "-n", "-v", "-x", "-L", CHAIN])

@@ -2,8 +2,9 @@
 
 up: build (or reuse) the binaries and images, certificates and configs, the host network
 (bridge, routes, hermetic rule), then containerd, etcd, kube-apiserver,
-kube-controller-manager, kube-scheduler, kubelet, kube-proxy and CoreDNS, each waited on
-for real readiness (/readyz, healthz, node Ready, a DNS answer through the Service IP).
+kube-controller-manager, kube-scheduler, kubelet, kube-proxy, the NetworkPolicy enforcer
+and CoreDNS, each waited on for real readiness (/readyz, healthz, node Ready, the
+enforcer's queue bound, a DNS answer through the Service IP).
 A second `up` on a healthy cluster only checks it.
 
 down: stop the pods through the kubelet (so the CNI plugin releases their network), stop
@@ -24,8 +25,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from logberg.errors import ConfigError, ServiceError
-from logberg_platform.cluster import addons, config, host, node_images
+from logberg_platform.cluster import addons, config, host, netpol, node_images
 from logberg_platform.cluster.binaries import (
+    NETPOL,
     Binaries,
     cached_binaries,
     kube_bin_dir,
@@ -46,6 +48,7 @@ ORDER = (
     "kube-scheduler",
     "kubelet",
     "kube-proxy",
+    NETPOL,
 )
 READY_TIMEOUT = 180.0
 
@@ -72,6 +75,7 @@ def commands(s: ClusterSettings, b: Binaries) -> dict[str, list[str]]:
         "kube-scheduler": config.scheduler_argv(s, b),
         "kubelet": config.kubelet_argv(s, b),
         "kube-proxy": config.kube_proxy_argv(s, b),
+        NETPOL: netpol.argv(s, b),
     }
 
 
@@ -150,6 +154,11 @@ def check_ports(s: ClusterSettings, comps: dict[str, Supervised]) -> None:
     for port, what in wanted.items():
         if port in taken:
             raise ConfigError(f"port {port}, needed by {what}, is already in use")
+    if netpol.queue_bound():
+        raise ConfigError(
+            f"NFQUEUE {netpol.QUEUE}, which the NetworkPolicy enforcer listens on, already has "
+            "a listener that is not this cluster's (/proc/net/netfilter/nfnetlink_queue)"
+        )
 
 
 # -- readiness --------------------------------------------------------------------------------
@@ -246,12 +255,16 @@ def up(s: ClusterSettings, log: Log = print, make_base: Callable[[], str] | None
     host.setup_network(s)
 
     def start(
-        name: str, check: Callable[[], bool], what: str, timeout: float = READY_TIMEOUT
+        name: str,
+        check: Callable[[], bool],
+        what: str,
+        timeout: float = READY_TIMEOUT,
+        env: dict[str, str] | None = None,
     ) -> None:
         comp = comps[name]
         if comp.pid() is None:
             log(f"{name}: starting (log {comp.log_file})")
-            comp.start(argv[name], cwd=s.run)
+            comp.start(argv[name], env=env, cwd=s.run)
         wait_until(f"{name}: {what}", check, comp, timeout)
         log(f"{name}: ready ({what})")
 
@@ -265,6 +278,17 @@ def up(s: ClusterSettings, log: Log = print, make_base: Callable[[], str] | None
     start("kube-scheduler", lambda: https_ok("https://127.0.0.1:10259/healthz"), "/healthz")
     start("kubelet", lambda: node_ready(s, b), f"node {s.node_name} Ready")
     start("kube-proxy", lambda: http_ok("http://127.0.0.1:10256/healthz"), "/healthz")
+    if comps[NETPOL].pid() is None:
+        kubectl(s, b, "apply", "-f", "-", stdin=netpol.rbac_manifests())
+        token = kubectl(
+            s, b, "create", "token", netpol.ACCOUNT, f"--namespace={netpol.NAMESPACE}",
+            f"--duration={netpol.TOKEN_DURATION}",
+        )  # fmt: skip
+        netpol.write_credentials(s, token.strip())
+        netpol.link_binary(s, b)
+    start(NETPOL, netpol.queue_bound, f"listens on NFQUEUE {netpol.QUEUE}", env=netpol.env(s))
+    host.enforce_policies(s, netpol.QUEUE)
+    log(f"network policies: enforced (new pod connections through NFQUEUE {netpol.QUEUE})")
     log("coredns: applying the Deployment and the kube-dns Service")
     kubectl(s, b, "apply", "-f", "-", stdin=addons.coredns_manifests(s, coredns))
     wait_until(
@@ -307,7 +331,7 @@ def down(s: ClusterSettings, log: Log = print, purge: bool = False) -> list[str]
             log(f"{name}: stopped")
     if b is not None and comps["kube-apiserver"].pid() and comps["kubelet"].pid():
         _drain_pods(s, b, comps, log)
-    for name in ("kube-proxy", "kubelet"):
+    for name in ("kube-proxy", "kubelet", NETPOL):
         if comps[name].stop():
             log(f"{name}: stopped")
     _kill_pod_processes(s, comps, log)

@@ -1,0 +1,118 @@
+"""The charts' NetworkPolicies, enforced on the local cluster (logberg_platform.cluster.netpol).
+
+The metastore's thrift port, the dev PostgreSQL and the dev S3 server each answer a pod
+that carries their own client label, and no one else: not a pod without it, not a pod with
+another backend's label, and not a pod with every label in another namespace. The release's
+own pods take connections only from the release. Every check is made from inside a pod: a
+TCP connection and a protocol call (thrift get_all_databases, PostgreSQL's SSLRequest, an
+S3 GET), never a look at a policy."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.cluster.framework import NS, Deployed, unique
+from tests.cluster.netprobe import delete_probe_pods, listening, probe, start_probe_pods
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+METASTORE = {"logberg.io/metastore-client": "true"}
+POSTGRES = {"logberg.io/postgres-client": "true"}
+S3 = {"logberg.io/s3-client": "true"}
+RELEASE = {"app.kubernetes.io/name": "logberg", "app.kubernetes.io/instance": "logberg"}
+
+
+@pytest.fixture(scope="module")
+def pods(deployed: Deployed) -> Iterator[dict[str, tuple[str, str]]]:
+    """The probe pods: (namespace, name) by what they carry."""
+    other = unique("netpol-other")
+    deployed.kubectl("create", "namespace", other)
+    made = {
+        "nothing": (NS, unique("netpol-plain"), {"logberg.io/test": "netpol"}),
+        "metastore": (NS, unique("netpol-hms"), METASTORE),
+        "postgres": (NS, unique("netpol-pg"), POSTGRES),
+        "s3": (NS, unique("netpol-s3"), S3),
+        "release": (NS, unique("netpol-rel"), RELEASE),
+        "elsewhere": (other, unique("netpol-all"), METASTORE | POSTGRES | S3 | RELEASE),
+    }
+    start_probe_pods(deployed, made)
+    yield {k: (ns, name) for k, (ns, name, _) in made.items()}
+    delete_probe_pods(deployed, made)
+    deployed.kubectl("delete", "namespace", other, "--wait=false", check=False)
+
+
+BACKENDS = (
+    f"thrift:hive-metastore.{NS}.svc:9083",
+    f"postgres:logberg-dev-postgres.{NS}.svc:5432",
+    f"s3:logberg-dev-s3.{NS}.svc:7070",
+)
+
+
+@pytest.mark.parametrize(
+    ("who", "admitted"),
+    [
+        ("nothing", set()),
+        ("metastore", {"thrift"}),
+        ("postgres", {"postgres"}),
+        ("s3", {"s3"}),
+        ("elsewhere", set()),
+    ],
+)
+def test_each_backend_answers_only_its_labelled_clients(
+    deployed: Deployed, pods: dict[str, tuple[str, str]], who: str, admitted: set[str]
+) -> None:
+    got = probe(deployed, *pods[who], *BACKENDS)
+    answered = {kind for kind, line in got.items() if line.startswith("answer")}
+    assert answered == admitted, got
+    for kind in admitted:  # a protocol answer, not only an open port
+        line = got[kind]
+        if kind == "thrift":
+            assert "databases include default" in line, line
+        elif kind == "postgres":
+            assert line in ("answer sslrequest N", "answer sslrequest S"), line
+        else:
+            assert line.startswith("answer http 403") and "<Error>" in line, line
+    for kind in {"thrift", "postgres", "s3"} - admitted:
+        assert "TimeoutError" in got[kind] or "timed out" in got[kind], got[kind]
+
+
+def test_release_pods_take_connections_only_from_the_release(
+    deployed: Deployed, pods: dict[str, tuple[str, str]]
+) -> None:
+    """A listener inside the toolbox (a pod of the release): a pod with the release's labels
+    reaches it; a pod of the namespace without them, or one with them elsewhere, does not."""
+    toolbox = deployed.k(
+        "get", "pods", "-l", "app.kubernetes.io/component=toolbox",
+        "--field-selector=status.phase=Running", "-o", "jsonpath={.items[0].metadata.name}",
+    )  # fmt: skip
+    with listening(deployed, NS, toolbox) as target:
+        assert probe(deployed, *pods["release"], target) == {"listen": f"answer {toolbox}"}
+        for who in ("nothing", "metastore", "elsewhere"):
+            got = probe(deployed, *pods[who], target)["listen"]
+            assert got.startswith("refused") and "TimeoutError" in got, (who, got)
+
+
+def test_postgres_and_s3_reach_only_the_cluster_dns(
+    deployed: Deployed, pods: dict[str, tuple[str, str]]
+) -> None:
+    """Egress: from inside the dev PostgreSQL and S3 pods, a name resolves, but a listener
+    that admits everyone (the unlabelled probe pod, which no policy selects) is not reached;
+    the release's probe pod reaches it."""
+    ns, plain = pods["nothing"]
+    with listening(deployed, ns, plain) as target:
+        assert probe(deployed, *pods["release"], target) == {"listen": f"answer {plain}"}
+        _, ip, port = target.split(":")
+        script = (
+            "getent hosts kubernetes.default.svc.cluster.local || echo no-dns; "
+            f"timeout 5 bash -c 'exec 3<>/dev/tcp/{ip}/{port} && head -1 <&3' || echo refused"
+        )
+        for component in ("postgres", "s3"):
+            pod = deployed.k(
+                "get", "pods", "-l", f"app.kubernetes.io/component={component}",
+                "--field-selector=status.phase=Running", "-o", "jsonpath={.items[0].metadata.name}",
+            )  # fmt: skip
+            out = deployed.k("exec", pod, "--", "bash", "-c", script).split()
+            assert "kubernetes.default.svc.cluster.local" in out, (component, out)
+            assert out[-1] == "refused" and plain not in out, (component, out)
