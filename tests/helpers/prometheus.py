@@ -149,13 +149,7 @@ def prometheus(workdir: Path, gateway: str, extra_jobs: str = "") -> Iterator[Pr
 
 
 @contextmanager
-def running(
-    workdir: Path, gateway_host: str = "127.0.0.1", extra_jobs: str = ""
-) -> Iterator[Prometheus]:
-    """A Pushgateway (listening on `gateway_host`) and a Prometheus that scrapes it, both
-    stopped on exit."""
-    with (
-        pushgateway(workdir, gateway_host) as gateway,
-        prometheus(workdir, gateway, extra_jobs) as prom,
-    ):
+def running(workdir: Path) -> Iterator[Prometheus]:
+    """A Pushgateway on 127.0.0.1 and a Prometheus that scrapes it, both stopped on exit."""
+    with pushgateway(workdir, "127.0.0.1") as gateway, prometheus(workdir, gateway) as prom:
         yield prom
