@@ -48,11 +48,11 @@ class Spec:
 
 
 def _versitygw() -> Path:
-    tools = Path(os.environ.get("LOGBERG_TOOLS") or repo_root() / ".tools")
-    binary = tools / "bin" / "versitygw"
-    if not binary.is_file():
-        raise ConfigError(f"no {binary} (LOGBERG_TOOLS): run `make setup` to build versitygw")
-    return binary
+    """The pinned versitygw the dev S3 image copies in, built first where it is missing (a
+    fresh clone's `make k8s-deploy` has not run `make setup`)."""
+    from logberg_platform.build.tools import ensure_versitygw
+
+    return ensure_versitygw(Path(os.environ.get("LOGBERG_TOOLS") or repo_root() / ".tools"))
 
 
 SPECS: dict[str, Spec] = {
