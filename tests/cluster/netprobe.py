@@ -14,7 +14,7 @@ from tests.cluster.framework import Deployed, wait_until
 
 # Standard library only. One line per target: "<name> answer ..." or "<name> refused ...".
 PROBE = r"""
-import http.client, socket, struct, sys
+import socket, struct, sys
 
 def thrift(host, port):
     name = b"get_all_databases"  # binary protocol, strict CALL, no arguments
@@ -35,11 +35,18 @@ def postgres(host, port):
         s.sendall(struct.pack("!ii", 8, 80877103))  # SSLRequest
         return "sslrequest " + s.recv(1).decode()
 
-def s3(host, port):
-    c = http.client.HTTPConnection(host, port, timeout=5)
-    c.request("GET", "/")
-    r = c.getresponse()
-    return f"http {r.status} " + r.read(300).decode(errors="replace").replace("\n", " ")
+def s3(host, port):  # plain sockets: the metastore's image has python3-minimal, no http.client
+    with socket.create_connection((host, port), timeout=5) as s:
+        s.sendall(f"GET / HTTP/1.0\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode())
+        got = b""
+        while chunk := s.recv(4096):
+            got += chunk
+    head, _, body = got.partition(b"\r\n\r\n")
+    status = head.split()[1].decode()
+    return f"http {status} " + body[:300].decode(errors="replace").replace("\n", " ")
+
+def dns(host, port):
+    return "resolves " + socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)[0][4][0]
 
 def h2(host, port):  # gRPC rides on HTTP/2: the server's SETTINGS frame answers our preface
     with socket.create_connection((host, port), timeout=5) as s:

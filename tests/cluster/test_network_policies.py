@@ -3,9 +3,12 @@
 The metastore's thrift port, the dev PostgreSQL and the dev S3 server each answer a pod
 that carries their own client label, and no one else: not a pod without it, not a pod with
 another backend's label, and not a pod with every label in another namespace. The release's
-own pods take connections only from the release. Every check is made from inside a pod: a
-TCP connection and a protocol call (thrift get_all_databases, PostgreSQL's SSLRequest, an
-S3 GET), never a look at a policy."""
+own pods take connections only from the release. On the dev values, the pods that need
+nothing outside the cluster (the dev PostgreSQL and S3, the metastore, the toolbox, the
+History Server, the generator, every executor) connect only to DNS and what they use.
+Every check is made from inside a pod: a TCP connection and a protocol call (thrift
+get_all_databases, PostgreSQL's SSLRequest, an S3 GET, a DNS lookup), never a look at a
+policy."""
 
 from __future__ import annotations
 
@@ -22,6 +25,10 @@ METASTORE = {"logberg.io/metastore-client": "true"}
 POSTGRES = {"logberg.io/postgres-client": "true"}
 S3 = {"logberg.io/s3-client": "true"}
 RELEASE = {"app.kubernetes.io/name": "logberg", "app.kubernetes.io/instance": "logberg"}
+# What the generator Job's pod and a Spark executor carry: short-lived pods, so probe pods
+# with their labels stand in for them (a policy selects pods by their labels alone).
+GENERATOR = RELEASE | {"app.kubernetes.io/component": "generator"} | S3
+EXECUTOR = RELEASE | {"spark-role": "executor"} | METASTORE | S3
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +43,8 @@ def pods(deployed: Deployed) -> Iterator[dict[str, tuple[str, str]]]:
         "s3": (NS, unique("netpol-s3"), S3),
         "release": (NS, unique("netpol-rel"), RELEASE),
         "elsewhere": (other, unique("netpol-all"), METASTORE | POSTGRES | S3 | RELEASE),
+        "generator": (NS, unique("netpol-gen"), GENERATOR),
+        "executor": (NS, unique("netpol-exec"), EXECUTOR),
     }
     start_probe_pods(deployed, made)
     yield {k: (ns, name) for k, (ns, name, _) in made.items()}
@@ -48,6 +57,7 @@ BACKENDS = (
     f"postgres:logberg-dev-postgres.{NS}.svc:5432",
     f"s3:logberg-dev-s3.{NS}.svc:7070",
 )
+DNS = "dns:kubernetes.default.svc.cluster.local:443"
 
 
 @pytest.mark.parametrize(
@@ -116,3 +126,52 @@ def test_postgres_and_s3_reach_only_the_cluster_dns(
             out = deployed.k("exec", pod, "--", "bash", "-c", script).split()
             assert "kubernetes.default.svc.cluster.local" in out, (component, out)
             assert out[-1] == "refused" and plain not in out, (component, out)
+
+
+def pod_named(deployed: Deployed, selector: str) -> tuple[str, str]:
+    return NS, deployed.k(
+        "get", "pods", "-l", selector, "--field-selector=status.phase=Running",
+        "-o", "jsonpath={.items[0].metadata.name}",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("who", "targets", "admitted"),
+    [
+        (
+            "app.kubernetes.io/name=hive-metastore,app.kubernetes.io/component=metastore",
+            BACKENDS[1:],
+            {"postgres", "s3"},
+        ),
+        ("app.kubernetes.io/component=toolbox", BACKENDS, {"thrift", "s3"}),
+        ("app.kubernetes.io/component=history-server", BACKENDS, {"s3"}),
+        ("generator", BACKENDS, {"s3"}),
+        ("executor", BACKENDS, {"thrift", "s3", "release"}),
+    ],
+)
+def test_dev_pods_reach_only_dns_and_what_they_need(
+    deployed: Deployed,
+    pods: dict[str, tuple[str, str]],
+    who: str,
+    targets: tuple[str, ...],
+    admitted: set[str],
+) -> None:
+    """Egress on the dev values: from inside the metastore, the toolbox and the History
+    Server (and probe pods with the generator's and an executor's labels), a name resolves
+    and the backends they use answer, but a listener that admits everyone (the unlabelled
+    probe pod) is not reached. Only an executor reaches a pod of its release."""
+    at = pods[who] if who in pods else pod_named(deployed, who)
+    (_, plain), (_, member) = pods["nothing"], pods["release"]
+    with listening(deployed, NS, plain) as anyone, listening(deployed, NS, member) as release:
+        assert probe(deployed, *pods["release"], anyone) == {"listen": f"answer {plain}"}
+        got = probe(deployed, *at, DNS, *targets, anyone)
+        assert got["dns"].startswith("answer resolves "), got
+        assert got["listen"].startswith("refused") and "TimeoutError" in got["listen"], got
+        answered = {kind for kind, line in got.items() if line.startswith("answer")}
+        reached = probe(deployed, *at, release)["listen"]
+        if reached == f"answer {member}":
+            answered.add("release")
+        else:
+            assert reached.startswith("refused") and "TimeoutError" in reached, reached
+        assert answered - {"dns"} == admitted, got
+        assert got.get("s3", "").startswith("answer http 403"), got

@@ -1223,7 +1223,7 @@ def test_spark_connect_network_policy_admits_only_labelled_clients() -> None:
     plain = {
         d["metadata"]["name"]: d for d in by_kind(variant_docs("logberg", "kind"), "NetworkPolicy")
     }
-    assert list(plain) == ["logberg"]
+    assert list(plain) == ["logberg", "logberg-egress", "logberg-executor-egress"]
     assert "matchExpressions" not in plain["logberg"]["spec"]["podSelector"]
 
 

@@ -388,3 +388,17 @@ checkov.io/skip6: CKV_K8S_9=one-shot pod (helm test / job); nothing connects to 
 {{- define "logberg.connectSecretName" -}}
 {{- default (printf "%s-token" (include "logberg.connectName" .)) .Values.connect.auth.existingSecret }}
 {{- end }}
+
+{{/* The egress rules every restricted pod has: the cluster's DNS and `networkPolicy.egress.to`. */}}
+{{- define "logberg.egressCommon" -}}
+- to:
+    {{- toYaml .Values.networkPolicy.egress.dnsPeers | nindent 4 }}
+  ports:
+    - port: 53
+      protocol: UDP
+    - port: 53
+      protocol: TCP
+{{- with .Values.networkPolicy.egress.to }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
