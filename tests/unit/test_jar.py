@@ -148,7 +148,7 @@ def test_collectors_never_read_back_do_not_pile_up(spark, tmp_path: Path) -> Non
 
 
 def test_the_read_option_is_checked(spark) -> None:
-    with pytest.raises(Exception, match="the option 'read' is 'rows' or 'status', not 'all'"):
+    with pytest.raises(Exception, match="'read' is 'rows', 'status' or 'counts', not 'all'"):
         spark.read.format(REJECTS_SOURCE).option("id", "x").option("read", "all").load()
 
 

@@ -124,8 +124,11 @@ def properties_sql(props: Mapping[str, str]) -> str:
 # bounds let Iceberg match whole data files to it.
 FILE_METRICS = {"write.metadata.metrics.column.source_file": "full"}
 # Unique per row, or nearly (paths, referers): a dictionary only costs time (bench/README.md);
-# user_agent, ip_address and the low-cardinality columns keep theirs.
+# user_agent, ip_address and the low-cardinality columns keep theirs. source_file is the
+# opposite, one value per data file: hashing its long URI for every row costs more than
+# writing it plain, which zstd then takes down to almost nothing.
 NO_DICTIONARY = (
+    "source_file",
     "event_id",
     "line_number",
     "timestamp",

@@ -17,6 +17,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from logberg.lakehouse.schema import ACCESS_LOGS, FORMAT_COLUMNS
+from logberg.lakehouse.schema import Column as TableColumn
 from logberg.pipeline import jar
 from logberg.pipeline.devices import classify_device
 from logberg.pipeline.weeks import iso_week
@@ -135,6 +136,13 @@ def to_access_rows(
         F.col(c) if c in have else F.lit(None).cast(types.get(c, "string")).alias(c) for c in extras
     ]
     return rows.select(*ACCESS_LOGS.names, *tail)
+
+
+def access_columns(extras: Sequence[str] = ()) -> list[TableColumn]:
+    """access_logs' columns as `to_access_rows` gives them: the table's, then `extras`
+    (`FORMAT_COLUMNS` typed, any other a STRING)."""
+    types = {c.name: c for c in FORMAT_COLUMNS}
+    return [*ACCESS_LOGS.columns, *(types.get(c, TableColumn(c, "STRING")) for c in extras)]
 
 
 def to_rejects(

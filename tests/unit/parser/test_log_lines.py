@@ -7,6 +7,7 @@ same rows, line numbers included, for every way a file can end its lines.
 
 from __future__ import annotations
 
+import datetime as dt
 import gzip
 import subprocess
 import sys
@@ -20,9 +21,20 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from logberg.pipeline.ingest.plan import list_inputs
-from logberg.pipeline.ingest.reader import REJECTS_SOURCE, RejectSink, read_parsed
+from logberg.pipeline.ingest.reader import (
+    REJECTS_SOURCE,
+    RejectSink,
+    read_good_rows,
+    read_parsed,
+)
 from logberg.pipeline.logformat import ClientRule, Reading, compile_format
-from logberg.pipeline.parse import DERIVED_COLUMNS, LINES_SOURCE, parse_lines, to_access_rows
+from logberg.pipeline.parse import (
+    DERIVED_COLUMNS,
+    LINES_SOURCE,
+    access_columns,
+    parse_lines,
+    to_access_rows,
+)
 from tests.conftest import REPO
 
 GOOD = (
@@ -267,3 +279,75 @@ def test_the_readers_derived_columns_equal_the_transforms(spark, tmp_path: Path,
     assert [rows[n].device_type for n in (19, 20)] == ["tablet", "mobile"]
     assert (rows[21].user_agent, rows[21].device_type, rows[21].is_bot) == (None, "other", False)
     assert rows[1].event_id.endswith("-1") and len(rows[1].event_id.split("-")[0]) == 16
+
+
+# ---- the table's rows straight from the reader (read_good_rows) ------------------------------
+
+STAMP = dt.datetime(2025, 6, 1, 12, 30, 15, 123456, tzinfo=dt.timezone.utc)
+
+
+@pytest.mark.parametrize("fmt", ["combined", "ingress-nginx", "json"])
+def test_good_rows_are_the_access_rows_and_every_file_is_counted(
+    spark, tmp_path: Path, fmt
+) -> None:
+    """Ingest writes the reader's rows as they are: they must be `to_access_rows` of the
+    same lines, extras included (a format's own, another format's and an unknown variable's
+    columns: NULL where these lines have none); the sink counts each file's lines and
+    rejects and keeps the rejected lines, as a read of every line would give them."""
+    uris = [_generated(tmp_path, fmt)]
+    if fmt == "combined":
+        uris += [_uri(p) for p in _files(tmp_path)]  # line endings, gzip, bad UTF-8, empty
+    reading = Reading(compile_format(fmt), ClientRule())
+    own = [c.name for c in reading.columns()]
+    extras = own + [c for c in ("upstream_attempts", "remote_addr", "x_unknown") if c not in own]
+    sink = RejectSink(spark)
+    got = read_good_rows(
+        spark, uris, sink, reading, access_columns(extras), ("processed_timestamp", STAMP)
+    )
+    every = read_parsed(spark, uris, None, reading, derived=True)
+    want = to_access_rows(every, F.lit(STAMP), extras=extras)
+    assert got.columns == want.columns
+    assert not got.schema["event_id"].nullable  # as the table has it: no check to add
+    assert got.count() > 2900
+    assertDataFrameEqual(got, want)
+    lines = every.groupBy("source_file").agg(
+        F.count(F.lit(1)).alias("lines"), F.count("reject_reason").alias("rejected")
+    )
+    counted = sink.counts()
+    assert counted == {r.source_file: (r.lines, r.rejected) for r in lines.collect()} | {
+        u: (0, 0) for u in uris if u.endswith(("e.log", "f.log"))
+    }
+    assert set(counted) == set(uris)
+    kept = sink.lines()
+    assert kept is not None
+    rejected = every.where(F.col("reject_reason").isNotNull())
+    assertDataFrameEqual(
+        kept[0].select("source_file", "line_number", "reject_reason"),
+        rejected.select("source_file", "line_number", "reject_reason"),
+    )
+    assert kept[1] == rejected.count() > 0
+
+
+def test_good_rows_options_that_cannot_work_are_clear_errors(spark, tmp_path: Path) -> None:
+    path = tmp_path / "a.log"
+    path.write_text(GOOD + "\n")
+    files = _uri(path)
+    with pytest.raises(Exception, match="the option 'columns' needs the option 'rejects'"):
+        _load(spark, files=files, derived="true", columns="ip_address STRING").collect()
+    with pytest.raises(Exception, match="asks for status_code as STRING; the lines have it as INT"):
+        _load(spark, files=files, rejects="t1", columns="status_code STRING").collect()
+    with pytest.raises(Exception, match="asks for nothing_here NOT NULL"):
+        _load(spark, files=files, rejects="t2", columns="nothing_here INT NOT NULL").collect()
+    with pytest.raises(Exception, match="'stamp_micros' is microseconds since the epoch, not"):
+        _load(
+            spark, files=files, rejects="t3", columns="at TIMESTAMP", stamp_column="at",
+            stamp_micros="soon",
+        ).collect()  # fmt: skip
+    with pytest.raises(Exception, match="'stamp_column' names at, which the option 'columns'"):
+        _load(
+            spark, files=files, rejects="t4", columns="ip_address STRING", stamp_column="at"
+        ).collect()
+    with pytest.raises(Exception, match="no counts kept under id nope"):
+        spark.read.format(REJECTS_SOURCE).option("id", "nope").option(
+            "read", "counts"
+        ).load().collect()

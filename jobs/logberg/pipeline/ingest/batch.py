@@ -17,12 +17,11 @@ import datetime as dt
 import logging
 import time
 import uuid
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 
-from pyspark.sql import Observation, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from logberg.lakehouse import tables
@@ -31,9 +30,9 @@ from logberg.lakehouse.schema import ACCESS_LOGS, INGEST_RUNS, INGEST_TABLES, LE
 from logberg.pipeline.ingest import commit
 from logberg.pipeline.ingest.config import IngestConfig
 from logberg.pipeline.ingest.plan import InputFile, batches, ledger_state, list_inputs, plan
-from logberg.pipeline.ingest.reader import RejectSink, file_index, read_parsed
+from logberg.pipeline.ingest.reader import RejectSink, read_good_rows
 from logberg.pipeline.logformat import Reading
-from logberg.pipeline.parse import to_access_rows
+from logberg.pipeline.parse import access_columns
 
 log = logging.getLogger(__name__)
 COMMIT_RETRY = CommitRetry()  # a conflicted batch is redone (it is idempotent)
@@ -129,19 +128,12 @@ def ingest_batch(
     t = time.monotonic()
     reading = reading or Reading()
 
-    seen = Observation("logberg_ingest")
     sink = RejectSink(spark)
-    # The reader also computes the event id, calendar, status and device columns (`derived`).
-    parsed = read_parsed(spark, uris, sink, reading, derived=True).observe(
-        seen,
-        F.count(F.lit(1)).alias("lines"),
-        F.count("reject_reason").alias("rejected"),
-        F.collect_list(F.when(F.col("reject_reason").isNotNull(), file_index(uris))).alias(
-            "rejects"
-        ),
-    )
-    now = F.current_timestamp()
-    access = to_access_rows(parsed, now, extras=extras)
+    # The reader gives the table's rows as they are written (the event id, calendar, status
+    # and device columns included), keeps the rejected lines and counts each file's lines.
+    stamp = dt.datetime.now(dt.timezone.utc)
+    columns = access_columns(extras)
+    access = read_good_rows(spark, uris, sink, reading, columns, ("processed_timestamp", stamp))
     committed = commit.replace_rows(spark, ACCESS_LOGS, access, uris, tag)
     res.snapshot_id = committed.snapshot_id
     res.replaced_concurrent = len(committed.replaced - expected)
@@ -151,10 +143,15 @@ def ingest_batch(
             res.replaced_concurrent,
         )
     t = res.timed("parse_write", t)
-    m = seen.get
-    res.lines, res.rejected = int(m["lines"]), int(m["rejected"])
+    counts = sink.counts()
+    unread = [u for u in uris if u not in counts]
+    if unread:
+        raise VerificationError(f"the write did not read these files whole: {unread}")
+    res.lines = sum(counts[u][0] for u in uris)
+    res.rejected = sum(counts[u][1] for u in uris)
     res.accepted = res.lines - res.rejected
-    rejected_by_file = {uris[i - 1]: n for i, n in Counter(m["rejects"]).items()}
+    rejected_by_file = {u: counts[u][1] for u in uris if counts[u][1]}
+    now = F.lit(stamp)
     held_rej = commit.write_rejects(spark, uris, rejected_by_file, run_id, now, tag, sink, reading)
     t = res.timed("rejects", t)
 

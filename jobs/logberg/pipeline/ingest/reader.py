@@ -3,12 +3,14 @@ columns if asked, and rejected lines kept on the side (`RejectSink`)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from collections.abc import Sequence
 
-from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 
+from logberg.lakehouse import sql
+from logberg.lakehouse.schema import Column as TableColumn
 from logberg.pipeline.logformat import Reading
 from logberg.pipeline.parse import LINES_SOURCE, parser_return_type
 
@@ -16,6 +18,7 @@ from logberg.pipeline.parse import LINES_SOURCE, parser_return_type
 # (a batch of mostly garbage) they are read from the files again.
 REJECT_BUDGET_CHARS = 32 << 20
 REJECTS_SOURCE = "dev.logberg.RejectLines"  # reads back what LogLines kept
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
 class RejectSink:
@@ -48,6 +51,12 @@ class RejectSink:
             return None
         return self._read("rows").localCheckpoint(), int(status.lines)
 
+    def counts(self) -> dict[str, tuple[int, int]]:
+        """source_file -> (lines, rejected) of each file a `read_good_rows` scan of this sink
+        read whole. Call it after the read and before `lines()`."""
+        rows = self._read("counts").collect()
+        return {r.source_file: (int(r.lines), int(r.rejected)) for r in rows}
+
     def _read(self, what: str) -> DataFrame:
         source = self._spark.read.format(REJECTS_SOURCE)
         return source.option("id", self.id).option("read", what).load()
@@ -72,16 +81,42 @@ def read_parsed(
     the reader as `parse.enrich` and `parse.event_id` compute them; `to_access_rows` then
     takes them as they are, with no projection to compute and copy them per row.
     """
-    parser_return_type(spark)  # logberg's jar is on the class path, or a clear error
-    reader = spark.read.format(LINES_SOURCE).option("files", "\n".join(uris))
-    reader = reader.options(**(reading or Reading()).options())
-    if sink is not None:
-        reader = reader.options(**sink.options())
+    reader = _reader(spark, uris, sink, reading)
     if derived:
         reader = reader.option("derived", "true")
     return reader.load()
 
 
-def file_index(uris: Sequence[str]) -> Column:
-    """The row's source_file as its 1-based index in `uris` (an INT, not the URI)."""
-    return F.array_position(F.array(*[F.lit(u) for u in uris]), F.col("source_file"))
+def _reader(
+    spark: SparkSession, uris: Sequence[str], sink: RejectSink | None, reading: Reading | None
+) -> DataFrameReader:
+    parser_return_type(spark)  # logberg's jar is on the class path, or a clear error
+    reader = spark.read.format(LINES_SOURCE).option("files", "\n".join(uris))
+    reader = reader.options(**(reading or Reading()).options())
+    if sink is not None:
+        reader = reader.options(**sink.options())
+    return reader
+
+
+def read_good_rows(
+    spark: SparkSession,
+    uris: Sequence[str],
+    sink: RejectSink,
+    reading: Reading | None,
+    columns: Sequence[TableColumn],
+    stamp: tuple[str, dt.datetime],
+) -> DataFrame:
+    """The good lines of these files, as rows of `columns` (a table's, in its order), for a
+    write with no projection or filter in between: the reader fills each column of the same
+    name from the line (`read_parsed(..., derived=True)`'s columns, the same values), the
+    column `stamp[0]` with the time `stamp[1]`, and any other column with NULL.
+
+    The rejected lines go to `sink`, which also counts every file's lines and rejects once
+    the write has read it (`RejectSink.counts`)."""
+    name, when = stamp
+    micros = (when - EPOCH) // dt.timedelta(microseconds=1)
+    ddl = ", ".join(
+        f"{sql.identifier(c.name)} {c.type}{'' if c.nullable else ' NOT NULL'}" for c in columns
+    )
+    reader = _reader(spark, uris, sink, reading).option("derived", "true")
+    return reader.options(columns=ddl, stamp_column=name, stamp_micros=str(micros)).load()

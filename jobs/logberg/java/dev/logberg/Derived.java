@@ -87,32 +87,41 @@ final class Derived {
     return COLUMNS.length;
   }
 
-  static void setNull(UnsafeRowWriter w, int at) {
-    for (int i = 0; i < COLUMNS.length; i++) w.setNullAt(at + i);
+  static void setNull(UnsafeRowWriter w, int[] at) {
+    for (int i : at) {
+      if (i >= 0) w.setNullAt(i);
+    }
   }
 
-  /** The columns of the good line {@code s} just scanned, at ordinals {@code at} on. */
-  void write(UnsafeRowWriter w, int at, LineScan s, long lineNumber) {
-    w.write(at, id, 0, prefix + digits(lineNumber));
+  /**
+   * The columns of the good line {@code s} just scanned, each at the row ordinal {@code at[k]}
+   * (k: its index in {@link #COLUMNS}); a negative ordinal leaves that column out.
+   */
+  void write(UnsafeRowWriter w, int[] at, LineScan s, long lineNumber) {
+    if (at[0] >= 0) w.write(at[0], id, 0, prefix + digits(lineNumber));
     if (s.timestampOk) {
       final long d = Math.floorDiv(s.micros, MICROS_PER_DAY);
       if (d != day) calendar(d);
-      w.write(at + 1, (int) d);
-      w.write(at + 2, (int) (Math.floorMod(s.micros, MICROS_PER_DAY) / MICROS_PER_HOUR));
-      w.write(at + 3, year);
-      w.write(at + 4, month);
-      w.write(at + 5, dayOfMonth);
-      w.write(at + 6, weekYear);
-      w.write(at + 7, week);
+      if (at[1] >= 0) w.write(at[1], (int) d);
+      if (at[2] >= 0) {
+        w.write(at[2], (int) (Math.floorMod(s.micros, MICROS_PER_DAY) / MICROS_PER_HOUR));
+      }
+      if (at[3] >= 0) w.write(at[3], year);
+      if (at[4] >= 0) w.write(at[4], month);
+      if (at[5] >= 0) w.write(at[5], dayOfMonth);
+      if (at[6] >= 0) w.write(at[6], weekYear);
+      if (at[7] >= 0) w.write(at[7], week);
     } else {
-      for (int i = 1; i <= 7; i++) w.setNullAt(at + i);
+      for (int i = 1; i <= 7; i++) {
+        if (at[i] >= 0) w.setNullAt(at[i]);
+      }
     }
-    w.write(at + 8, statusCategory(s.status));
+    if (at[8] >= 0) w.write(at[8], statusCategory(s.status));
     final Agent a = agent(s.bytes, s.agentStart, s.agentEnd);
-    w.write(at + 9, a.deviceType);
-    w.write(at + 10, a.browser);
-    w.write(at + 11, a.os);
-    w.write(at + 12, a.bot);
+    if (at[9] >= 0) w.write(at[9], a.deviceType);
+    if (at[10] >= 0) w.write(at[10], a.browser);
+    if (at[11] >= 0) w.write(at[11], a.os);
+    if (at[12] >= 0) w.write(at[12], a.bot);
   }
 
   /** As `CASE WHEN status < 200 ... ELSE 'Server Error'`: a missing status (a format

@@ -61,6 +61,14 @@ import org.apache.spark.unsafe.types.UTF8String;
  * RejectLines} reads it back. With {@code derived=true}, the rows end with
  * the {@link Derived} columns (event id, calendar fields, status class, device classes),
  * null on rejected lines.
+ *
+ * <p>With the option {@code columns} (a DDL schema, e.g. a table's), the rows are the good
+ * lines only, in those columns: each is a column above of the same name and type, or the
+ * option {@code stamp_column} (filled with {@code stamp_micros}, a TIMESTAMP), or else null
+ * (it must be nullable). The rows can then go to a table as they are, with no projection or
+ * filter to copy them again. The rejected lines still go to the collector, which then also
+ * counts each file's lines and rejects (so {@code rejects} is required): {@link RejectLines}
+ * reads the counts back.
  */
 public final class LogLines implements TableProvider {
   /** Where the parsed fields start in {@link #SCHEMA}. */
@@ -92,6 +100,12 @@ public final class LogLines implements TableProvider {
 
   @Override
   public StructType inferSchema(CaseInsensitiveStringMap options) {
+    final String columns = options.get("columns");
+    return columns == null ? lines(options) : StructType.fromDDL(columns);
+  }
+
+  /** The columns of every line read (the rows, without the option {@code columns}). */
+  private static StructType lines(Map<String, String> options) {
     final String format = options.get("format");
     final boolean derived = derived(options);
     if (format == null) return schema(fieldCount(options), new String[0], derived);
@@ -171,12 +185,18 @@ public final class LogLines implements TableProvider {
               client == null || client.isEmpty() ? null : new ClientAddress(client),
               derived(options));
       final StructType schema = this.schema;
+      final Layout layout = Layout.of(lines(options), schema, options);
+      if (layout.goodOnly && rejects == null) {
+        throw new IllegalArgumentException(
+            "dev.logberg.LogLines: the option 'columns' needs the option 'rejects' (its lines "
+                + "and counts go there)");
+      }
       return () ->
           new LinesScan(
               uris,
               rejects == null ? null : RejectCollector.open(rejects, budget),
               settings,
-              schema);
+              layout);
     }
   }
 
@@ -197,22 +217,116 @@ public final class LogLines implements TableProvider {
     }
   }
 
+  /**
+   * Where each column of a line read goes in the rows: {@code at[i]}, the row ordinal of the
+   * i-th column of {@link #lines} (negative: not in the rows); the rows' columns that no
+   * line column fills are null, or the stamp.
+   */
+  private static final class Layout implements Serializable {
+    private static final long serialVersionUID = 1L;
+    final int[] at;
+    final StructType rows;
+    final int[] nulls; // the row ordinals always null
+    final int stamp; // the stamp's ordinal, or -1
+    final long stampMicros;
+    final boolean goodOnly; // rows of good lines only (the option 'columns')
+
+    private Layout(
+        int[] at, StructType rows, int[] nulls, int stamp, long stampMicros, boolean good) {
+      this.at = at;
+      this.rows = rows;
+      this.nulls = nulls;
+      this.stamp = stamp;
+      this.stampMicros = stampMicros;
+      this.goodOnly = good;
+    }
+
+    static Layout of(StructType lines, StructType rows, Map<String, String> options) {
+      final int[] at = new int[lines.length()];
+      if (options.get("columns") == null) {
+        for (int i = 0; i < at.length; i++) at[i] = i;
+        return new Layout(at, rows, new int[0], -1, 0L, false);
+      }
+      java.util.Arrays.fill(at, -1);
+      final String stampColumn = options.get("stamp_column");
+      int stamp = -1;
+      long micros = 0L;
+      final java.util.List<Integer> nulls = new java.util.ArrayList<>();
+      final StructField[] out = rows.fields();
+      for (int j = 0; j < out.length; j++) {
+        final StructField c = out[j];
+        final int i = index(lines, c.name());
+        if (i >= 0) {
+          final DataType t = lines.fields()[i].dataType();
+          if (!t.sameType(c.dataType())) {
+            throw new IllegalArgumentException(
+                "dev.logberg.LogLines: the option 'columns' asks for "
+                    + c.name()
+                    + " as "
+                    + c.dataType().sql()
+                    + "; the lines have it as "
+                    + t.sql());
+          }
+          at[i] = j;
+        } else if (c.name().equals(stampColumn)) {
+          stamp = j;
+          micros = stampMicros(options.get("stamp_micros"));
+        } else if (c.nullable()) {
+          nulls.add(j);
+        } else {
+          throw new IllegalArgumentException(
+              "dev.logberg.LogLines: the option 'columns' asks for "
+                  + c.name()
+                  + " NOT NULL, which the lines do not have");
+        }
+      }
+      if (stampColumn != null && stamp < 0) {
+        throw new IllegalArgumentException(
+            "dev.logberg.LogLines: the option 'stamp_column' names "
+                + stampColumn
+                + ", which the option 'columns' does not have");
+      }
+      final int[] n = nulls.stream().mapToInt(Integer::intValue).toArray();
+      return new Layout(at, rows, n, stamp, micros, true);
+    }
+
+    private static int index(StructType s, String name) {
+      final StructField[] f = s.fields();
+      for (int i = 0; i < f.length; i++) {
+        if (f[i].name().equals(name)) return i;
+      }
+      return -1;
+    }
+
+    private static long stampMicros(String option) {
+      try {
+        return Long.parseLong(option == null ? "" : option.trim());
+      } catch (NumberFormatException e) {
+        throw new IllegalArgumentException(
+            "dev.logberg.LogLines: the option 'stamp_micros' is microseconds since the epoch, "
+                + "not '"
+                + option
+                + "'");
+      }
+    }
+  }
+
   private static final class LinesScan implements Scan, Batch {
     private final String[] uris;
     private final RejectCollector rejects;
     private final Settings settings;
-    private final StructType schema;
+    private final Layout layout;
 
-    LinesScan(String[] uris, RejectCollector rejects, Settings settings, StructType schema) {
+    LinesScan(String[] uris, RejectCollector rejects, Settings settings, Layout layout) {
       this.uris = uris;
       this.rejects = rejects;
       this.settings = settings;
-      this.schema = schema;
+      this.layout = layout;
     }
 
     @Override
     public StructType readSchema() {
-      return schema;
+      return layout.rows;
     }
 
     @Override
@@ -235,7 +349,7 @@ public final class LogLines implements TableProvider {
     @Override
     public PartitionReaderFactory createReaderFactory() {
       final Configuration conf = SparkSession.active().sessionState().newHadoopConf();
-      return new Readers(new HadoopConf(conf), rejects, settings, schema);
+      return new Readers(new HadoopConf(conf), rejects, settings, layout);
     }
   }
 
@@ -253,14 +367,16 @@ public final class LogLines implements TableProvider {
     private final HadoopConf conf;
     private final RejectCollector rejects;
     private final Settings settings;
+    private final Layout layout;
     private final int width;
 
-    Readers(HadoopConf conf, RejectCollector rejects, Settings settings, StructType schema) {
+    Readers(HadoopConf conf, RejectCollector rejects, Settings settings, Layout layout) {
       this.conf = conf;
       this.rejects = rejects;
       this.settings = settings;
+      this.layout = layout;
       this.width =
-          schema.length()
+          layout.at.length
               - FIELDS
               - (settings.format == null ? 0 : settings.format.extras.length)
               - (settings.derived ? Derived.width() : 0);
@@ -269,7 +385,7 @@ public final class LogLines implements TableProvider {
     @Override
     public PartitionReader<InternalRow> createReader(InputPartition part) {
       try {
-        return new Reader(((FilePart) part).uri, conf.conf, rejects, settings, width);
+        return new Reader(((FilePart) part).uri, conf.conf, rejects, settings, layout, width);
       } catch (IOException e) {
         throw new java.io.UncheckedIOException(e);
       }
@@ -287,23 +403,35 @@ public final class LogLines implements TableProvider {
     private final int extras; // where the extras' columns start
     private final int width; // the Fields in a row: all, or Field.BASE
     private final Derived derived; // null: the rows carry no derived columns
-    private final int derivedAt; // where they start
+    private final int[] derivedAt; // their row ordinals (negative: not in the rows)
+    private final Layout layout;
+    private final int[] at; // layout.at
     private final UnsafeRowWriter row;
     private byte[] buf = new byte[1 << 20];
     private int pos, lim;
     private boolean eof;
     private long lineNumber;
+    private long lines, rejected; // lines returned or left out, and of those the rejected
+    private boolean counted;
 
-    Reader(String uri, Configuration conf, RejectCollector rejects, Settings settings, int width)
+    Reader(
+        String uri,
+        Configuration conf,
+        RejectCollector rejects,
+        Settings settings,
+        Layout layout,
+        int width)
         throws IOException {
       this.uri = uri;
       this.format = settings.format;
       final int n = format == null ? 0 : format.extras.length;
       this.width = width;
       this.extras = FIELDS + width;
-      this.derivedAt = FIELDS + width + n;
-      this.row =
-          new UnsafeRowWriter(derivedAt + (settings.derived ? Derived.width() : 0), 512);
+      this.layout = layout;
+      this.at = layout.at;
+      this.derivedAt = new int[settings.derived ? Derived.width() : 0];
+      for (int k = 0; k < derivedAt.length; k++) derivedAt[k] = at[FIELDS + width + n + k];
+      this.row = new UnsafeRowWriter(layout.rows.length(), 512);
       scan.extras(n);
       scan.client = settings.client;
       this.file = uri.getBytes(StandardCharsets.UTF_8);
@@ -352,7 +480,7 @@ public final class LogLines implements TableProvider {
             continue;
           }
           if (eof) {
-            if (pos == lim) return false;
+            if (pos == lim) return done();
             end = lim; // the last line has no terminator
             next = lim;
             break;
@@ -367,11 +495,15 @@ public final class LogLines implements TableProvider {
             && buf[start + 1] == (byte) 0xBB && buf[start + 2] == (byte) 0xBF) {
           from += 3; // UTF-8 byte order mark
         }
-        if (end > from) {
-          emit(buf, from, end);
-          return true;
-        }
+        if (end > from && emit(buf, from, end)) return true;
       }
+    }
+
+    /** The end of the file: its counts go to the collector (a complete read only). */
+    private boolean done() {
+      if (!counted && layout.goodOnly) rejects.count(uri, lines, rejected);
+      counted = true;
+      return false;
     }
 
     /** Read more bytes, keeping the unread ones; returns how far they moved left. */
@@ -394,7 +526,8 @@ public final class LogLines implements TableProvider {
       return moved;
     }
 
-    private void emit(byte[] b, int from, int to) {
+    /** Parses a line into the row; false when it is rejected and the rows are good lines only. */
+    private boolean emit(byte[] b, int from, int to) {
       byte[] original = null; // the line's bytes when they are not valid UTF-8
       for (int i = from; i < to; i++) {
         if (b[i] < 0) { // not ASCII: is it valid UTF-8?
@@ -412,18 +545,10 @@ public final class LogLines implements TableProvider {
       }
       final LineScan s = scan;
       final boolean ok = format == null ? s.scan(b, from, to) : format.scan(s, b, from, to) && s.check();
+      lines++;
       final UnsafeRowWriter w = row;
-      w.reset();
-      w.zeroOutNullBytes();
-      w.write(0, file);
-      w.write(1, lineNumber);
-      if (ok) {
-        w.setNullAt(2);
-        w.setNullAt(3);
-      } else {
-        w.write(2, b, from, to - from);
-        if (original == null) w.setNullAt(3);
-        else w.write(3, original);
+      if (!ok) {
+        rejected++;
         if (rejects != null) {
           rejects.add(
               RowFactory.create(
@@ -433,12 +558,30 @@ public final class LogLines implements TableProvider {
                   s.reason.label,
                   original));
         }
+        if (layout.goodOnly) return false;
       }
+      w.reset();
+      w.zeroOutNullBytes();
+      if (at[0] >= 0) w.write(at[0], file);
+      if (at[1] >= 0) w.write(at[1], lineNumber);
+      if (ok) {
+        if (at[2] >= 0) w.setNullAt(at[2]);
+        if (at[3] >= 0) w.setNullAt(at[3]);
+      } else {
+        if (at[2] >= 0) w.write(at[2], b, from, to - from);
+        if (at[3] >= 0) {
+          if (original == null) w.setNullAt(at[3]);
+          else w.write(at[3], original);
+        }
+      }
+      for (int i : layout.nulls) w.setNullAt(i);
+      if (layout.stamp >= 0) w.write(layout.stamp, layout.stampMicros);
       s.emit(this);
       if (derived != null) {
         if (ok) derived.write(w, derivedAt, s, lineNumber);
         else Derived.setNull(w, derivedAt);
       }
+      return true;
     }
 
     // FieldSink: the parsed fields go straight into the row, after source_file, line_number,
@@ -446,42 +589,53 @@ public final class LogLines implements TableProvider {
 
     @Override
     public void text(Field f, byte[] b, int from, int to) {
-      if (f.ordinal() >= width) return;
-      if (from < 0) row.setNullAt(FIELDS + f.ordinal());
-      else row.write(FIELDS + f.ordinal(), b, from, to - from);
+      final int i = slot(f);
+      if (i < 0) return;
+      if (from < 0) row.setNullAt(i);
+      else row.write(i, b, from, to - from);
     }
 
     @Override
     public void timestamp(Field f, long micros) {
-      row.write(FIELDS + f.ordinal(), micros);
+      final int i = slot(f);
+      if (i >= 0) row.write(i, micros);
     }
 
     @Override
     public void integer(Field f, int value) {
-      if (f.ordinal() >= width) return;
-      row.write(FIELDS + f.ordinal(), value);
+      final int i = slot(f);
+      if (i >= 0) row.write(i, value);
     }
 
     @Override
     public void bigint(Field f, long value) {
-      if (f.ordinal() >= width) return;
-      row.write(FIELDS + f.ordinal(), value);
+      final int i = slot(f);
+      if (i >= 0) row.write(i, value);
     }
 
     @Override
     public void reject(Field f, Reject reason) {
-      row.write(FIELDS + f.ordinal(), reason.utf8);
+      final int i = slot(f);
+      if (i >= 0) row.write(i, reason.utf8);
     }
 
     @Override
     public void setNull(Field f) {
-      if (f.ordinal() < width) row.setNullAt(FIELDS + f.ordinal());
+      final int i = slot(f);
+      if (i >= 0) row.setNullAt(i);
     }
 
     @Override
     public void extra(int k, byte[] b, int from, int to) {
-      if (from < 0) row.setNullAt(extras + k);
-      else row.write(extras + k, b, from, to - from);
+      final int i = at[extras + k];
+      if (i < 0) return;
+      if (from < 0) row.setNullAt(i);
+      else row.write(i, b, from, to - from);
+    }
+
+    /** The row ordinal of a field's column; negative when the rows do not have it. */
+    private int slot(Field f) {
+      return f.ordinal() < width ? at[FIELDS + f.ordinal()] : -1;
     }
 
     @Override

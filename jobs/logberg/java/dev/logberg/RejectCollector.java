@@ -1,6 +1,7 @@
 package dev.logberg;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -56,8 +57,14 @@ public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
     }
   }
 
+  /** The rows a counts read gives ({@link RejectLines}, {@code read=counts}). */
+  public static final String COUNTS = "source_file STRING, lines BIGINT, rejected BIGINT";
+
   private final long budgetChars;
   private ArrayList<Row> rows = new ArrayList<>();
+  // Per file read whole by a scan with the option 'columns': {lines, rejected}. A file's
+  // counts are the same from any complete read, so a repeated update replaces, never adds.
+  private HashMap<String, long[]> counts = new HashMap<>();
   private long chars;
   private boolean overflowed;
 
@@ -67,7 +74,7 @@ public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
 
   @Override
   public boolean isZero() {
-    return rows.isEmpty() && !overflowed;
+    return rows.isEmpty() && !overflowed && counts.isEmpty();
   }
 
   @Override
@@ -76,6 +83,7 @@ public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
     c.rows = new ArrayList<>(rows);
     c.chars = chars;
     c.overflowed = overflowed;
+    c.counts = new HashMap<>(counts);
     return c;
   }
 
@@ -84,6 +92,7 @@ public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
     rows = new ArrayList<>();
     chars = 0;
     overflowed = false;
+    counts = new HashMap<>();
   }
 
   @Override
@@ -106,6 +115,7 @@ public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
   @Override
   public synchronized void merge(AccumulatorV2<Row, List<Row>> other) {
     final RejectCollector o = (RejectCollector) other;
+    counts.putAll(o.counts);
     if (o.overflowed) {
       overflowed = true;
       rows = new ArrayList<>();
@@ -113,6 +123,11 @@ public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
       return;
     }
     for (Row r : o.rows) add(r);
+  }
+
+  /** A file read whole: its lines (not empty) and how many of them were rejected. */
+  public void count(String uri, long lines, long rejected) {
+    counts.put(uri, new long[] {lines, rejected});
   }
 
   @Override
@@ -179,6 +194,31 @@ public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
       }
     }
     return new Object[] {true, (long) c.unique().size()};
+  }
+
+  /**
+   * (source_file, lines, rejected) of every file a good-lines scan of this id read whole. The
+   * collector stays open: read the counts before its status and lines.
+   */
+  static List<Object[]> counts(String id) {
+    final RejectCollector c;
+    synchronized (OPEN) {
+      final Opened found = OPEN.get(id);
+      if (found == null) {
+        throw new IllegalArgumentException(
+            "dev.logberg.RejectLines: no counts kept under id "
+                + id
+                + " (read already, or closed as too old)");
+      }
+      c = found.collector;
+    }
+    final List<Object[]> out = new ArrayList<>();
+    synchronized (c) {
+      for (Map.Entry<String, long[]> e : c.counts.entrySet()) {
+        out.add(new Object[] {e.getKey(), e.getValue()[0], e.getValue()[1]});
+      }
+    }
+    return out;
   }
 
   /** The lines of this id's collector, one row per (file, line); releases the collector. */

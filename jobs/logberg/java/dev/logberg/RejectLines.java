@@ -40,26 +40,35 @@ import org.apache.spark.unsafe.types.UTF8String;
  *   <li>{@code read=rows} (the default): the lines, {@link RejectCollector#SCHEMA}, one row per
  *       (source_file, line_number). Planning this read releases the collector: read it once
  *       (e.g. into a local checkpoint) and use that.
+ *   <li>{@code read=counts}: {@link RejectCollector#COUNTS}, a row per file that a scan with
+ *       the option {@code columns} read whole. Read them before the status: an overflowed
+ *       collector is released there.
  * </ul>
  */
 public final class RejectLines implements TableProvider {
   static final StructType STATUS = StructType.fromDDL("kept BOOLEAN, lines BIGINT");
   static final StructType ROWS = StructType.fromDDL(RejectCollector.SCHEMA);
+  static final StructType COUNTS = StructType.fromDDL(RejectCollector.COUNTS);
 
   /** Rows per input partition of a rows read. */
   private static final int CHUNK = 8192;
 
   @Override
   public StructType inferSchema(CaseInsensitiveStringMap options) {
-    return status(options) ? STATUS : ROWS;
+    return switch (read(options)) {
+      case "status" -> STATUS;
+      case "counts" -> COUNTS;
+      default -> ROWS;
+    };
   }
 
-  private static boolean status(Map<String, String> options) {
+  private static String read(Map<String, String> options) {
     final String read = options.getOrDefault("read", "rows");
-    if (read.equals("rows")) return false;
-    if (read.equals("status")) return true;
+    if (read.equals("rows") || read.equals("status") || read.equals("counts")) return read;
     throw new IllegalArgumentException(
-        "dev.logberg.RejectLines: the option 'read' is 'rows' or 'status', not '" + read + "'");
+        "dev.logberg.RejectLines: the option 'read' is 'rows', 'status' or 'counts', not '"
+            + read
+            + "'");
   }
 
   @Override
@@ -100,12 +109,14 @@ public final class RejectLines implements TableProvider {
       if (id == null || id.isBlank()) {
         throw new IllegalArgumentException("dev.logberg.RejectLines: set the option 'id'");
       }
-      final boolean status = status(options);
+      final String read = read(options);
       final StructType schema = this.schema;
       return () -> {
         final List<Object[]> rows = new ArrayList<>();
-        if (status) {
+        if (read.equals("status")) {
           rows.add(RejectCollector.status(id));
+        } else if (read.equals("counts")) {
+          rows.addAll(RejectCollector.counts(id));
         } else {
           for (Row r : RejectCollector.take(id)) {
             rows.add(new Object[] {r.get(0), r.get(1), r.get(2), r.get(3), r.get(4)});
