@@ -18,7 +18,6 @@ import logging
 import time
 import uuid
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
 
@@ -122,32 +121,13 @@ def ingest_batch(
     log format and client rule; `extras`: access_logs' columns beyond ACCESS_LOGS (format
     columns and unknown log_format variables, `tables.add_columns`).
     """
-    reading = reading or Reading()
-    # Metadata lookups that do not wait on the rows run beside the steps that do (one at a
-    # time, on the same session): what the rejects table holds for these files, while the
-    # rows are written; then what access_logs holds, while the rejects are committed.
-    side = ThreadPoolExecutor(max_workers=1, thread_name_prefix="logberg-ingest")
-    try:
-        return _ingest_batch(spark, batch, run_id, verify, expected, reading, extras, side)
-    finally:
-        side.shutdown(wait=True)
-
-
-def _ingest_batch(
-    spark: SparkSession,
-    batch: Sequence[InputFile],
-    run_id: str,
-    verify: bool,
-    expected: frozenset[str],
-    reading: Reading,
-    extras: Sequence[str],
-    side: ThreadPoolExecutor,
-) -> BatchResult:
     uris = [f.uri for f in batch]
     res = BatchResult(files=len(batch), bytes=sum(f.size for f in batch))
+
     tag = f"{run_id}-{uuid.uuid4().hex[:8]}"
     t = time.monotonic()
-    rejects_held = side.submit(commit.stored_rows, spark, REJECTS, uris)
+    reading = reading or Reading()
+
     sink = RejectSink(spark)
     # The reader gives the table's rows as they are written (the event id, calendar, status
     # and device columns included), keeps the rejected lines and counts each file's lines.
@@ -172,16 +152,13 @@ def _ingest_batch(
     res.accepted = res.lines - res.rejected
     rejected_by_file = {u: counts[u][1] for u in uris if counts[u][1]}
     now = F.lit(stamp)
-    # What access_logs now holds for these files, per file and day: the ledger's counts,
-    # the batch's days, and the check that every line read landed once (table or rejects).
-    access_held = side.submit(commit.file_rows, spark, ACCESS_LOGS, uris)
-    held_rej = commit.write_rejects(
-        spark, uris, rejected_by_file, run_id, now, tag, sink, reading, rejects_held.result()
-    )
+    held_rej = commit.write_rejects(spark, uris, rejected_by_file, run_id, now, tag, sink, reading)
     t = res.timed("rejects", t)
 
+    # What the table now holds for these files, per file and day: the ledger's counts, the
+    # batch's days, and the check that every line read landed once (table or rejects).
     accepted_by_file: dict[str, int] = {}
-    for uri, date, n in access_held.result():
+    for uri, date, n in commit.file_rows(spark, ACCESS_LOGS, uris):
         accepted_by_file[uri] = accepted_by_file.get(uri, 0) + n
         if date is not None:
             res.dates.add(date)

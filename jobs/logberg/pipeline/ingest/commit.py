@@ -82,12 +82,7 @@ class Committed:
 
 
 def replace_rows(
-    spark: SparkSession,
-    table: Table,
-    rows: DataFrame,
-    uris: Sequence[str],
-    tag: str,
-    planned: tuple[FileRows, bool] | None = None,
+    spark: SparkSession, table: Table, rows: DataFrame, uris: Sequence[str], tag: str
 ) -> Committed:
     """Commit `rows` as the whole content of these files in `table`, in one commit.
 
@@ -101,10 +96,9 @@ def replace_rows(
     redoes the batch.
 
     Returns the commit's snapshot and which files already had rows: at planning, or
-    committed by another writer before this commit landed. `planned`: `stored_rows` of
-    these files, looked up earlier (any commit since is one of another writer's, above).
+    committed by another writer before this commit landed.
     """
-    held, mixed = planned if planned is not None else stored_rows(spark, table, uris)
+    held, mixed = stored_rows(spark, table, uris)
     planned = sum(n for _, _, n in held)
     replaced = {f for f, _, _ in held}
     if mixed:
@@ -192,11 +186,9 @@ def write_rejects(
     tag: str,
     sink: RejectSink | None = None,
     reading: Reading | None = None,
-    planned: tuple[FileRows, bool] | None = None,
 ) -> int:
     """Commit the rejected lines: the ones `sink` kept during the read, when it holds all
-    of them; else the rejected lines of the files that have any, read again. `planned`:
-    what the rejects table held for these files, looked up earlier (`stored_rows`).
+    of them; else the rejected lines of the files that have any, read again.
 
     Returns how many rejects the table holds for these files after the commit.
     """
@@ -214,7 +206,7 @@ def write_rejects(
         log.info("rejects: %d line(s) read again from the files", rejected)
         located = read_parsed(spark, [u for u in uris if u in rejected_by_file], None, reading)
     fmt = (reading or Reading()).log_format.name
-    replace_rows(spark, REJECTS, to_rejects(located, run_id, now, fmt), uris, tag, planned)
+    replace_rows(spark, REJECTS, to_rejects(located, run_id, now, fmt), uris, tag)
     return sum(n for _, _, n in file_rows(spark, REJECTS, uris))
 
 
