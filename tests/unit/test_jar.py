@@ -15,6 +15,7 @@ from pyspark.testing import assertDataFrameEqual
 
 from logberg.errors import ConfigError
 from logberg.pipeline import jar
+from logberg.pipeline.ingest import plan
 from logberg.pipeline.ingest.plan import list_inputs
 from logberg.pipeline.ingest.reader import REJECTS_SOURCE, RejectSink, read_parsed
 from logberg.pipeline.parse import PARSE_UDF, parse_lines, parser_return_type
@@ -70,6 +71,14 @@ def test_listed_uris_are_hadoops(spark, tmp_path: Path, name: str) -> None:
     assert listed.uri == str(hadoop_path(raw.path).toUri().toString())
     (row,) = read_parsed(spark, [listed.uri]).collect()
     assert (row.source_file, row.line_number, row.ip_address) == (listed.uri, 1, "1.2.3.4")
+
+
+def test_a_listing_without_the_jar_is_a_config_error(spark, tmp_path: Path, monkeypatch) -> None:
+    # The listing's own reflect of FileUri is the check that the jar is on the class path.
+    (tmp_path / "a.log").write_text(GOOD + "\n")
+    monkeypatch.setattr(plan, "FILE_URI", "dev.logberg.Nope")
+    with pytest.raises(ConfigError, match=r"dev\.logberg\.Nope is not on the Spark class path"):
+        list_inputs(spark, [tmp_path.as_uri()], None)
 
 
 # ---- rejected lines kept per batch id ------------------------------------------------------

@@ -29,7 +29,7 @@ from logberg.errors import ConfigError, ServiceError
 from logberg.lakehouse import connect_pool
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 MODE_ENV = "LOGBERG_SPARK_MODE"
 log = logging.getLogger("logberg.spark")
@@ -165,6 +165,25 @@ def _open(server: ConnectServer, session_id: str | None) -> Any:
             ) from None
         raise ServiceError(f"{server.where()} does not answer: {first_line(text)}") from None
     return spark
+
+
+def query(spark: SparkSession, statement: str) -> DataFrame:
+    """A query's DataFrame, not yet run, on either kind of session.
+
+    On Spark Connect, `spark.sql` first sends the statement as a command, which the server
+    parses and analyses, and collecting the DataFrame it returns sends it again: two round
+    trips and two analyses for one result. Sent as a SQL relation, a query is parsed,
+    analysed and run once, when it is collected (the plan PySpark itself sends when the
+    server gives no command result). In-process, `spark.sql` of a query runs nothing yet.
+    For statements that change something (DDL, DML, CALL), use `spark.sql`: it runs them
+    at once."""
+    if not type(spark).__module__.startswith("pyspark.sql.connect"):
+        return spark.sql(statement)
+    from pyspark.sql.connect.dataframe import DataFrame as RemoteFrame
+    from pyspark.sql.connect.plan import SQL
+
+    frame: DataFrame = RemoteFrame(SQL(statement), spark)  # type: ignore[arg-type]
+    return frame
 
 
 def release(spark: Any) -> None:

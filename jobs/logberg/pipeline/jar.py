@@ -17,6 +17,8 @@ from logberg.errors import ConfigError
 # (registering again logs a warning), and a static value does not change.
 _values: WeakKeyDictionary[SparkSession, dict[tuple[str, str], str]] = WeakKeyDictionary()
 _functions: WeakKeyDictionary[SparkSession, set[str]] = WeakKeyDictionary()
+# Sessions whose queries have reached a class of the jar: no need to ask again.
+_present: WeakKeyDictionary[SparkSession, bool] = WeakKeyDictionary()
 
 
 def missing(cls: str) -> ConfigError:
@@ -43,8 +45,16 @@ def static_value(spark: SparkSession, cls: str, method: str) -> str:
 
 
 def require(spark: SparkSession) -> None:
-    """logberg's jar is on the session's class path, or a clear error (asked once)."""
-    static_value(spark, "dev.logberg.ParseLine", "returnType")
+    """logberg's jar is on the session's class path, or a clear error (asked once, unless a
+    query of this session has used one of its classes already: `found`)."""
+    if spark not in _present:
+        static_value(spark, "dev.logberg.ParseLine", "returnType")
+        _present[spark] = True
+
+
+def found(spark: SparkSession) -> None:
+    """A query of this session used a class of the jar: `require` has nothing to ask."""
+    _present[spark] = True
 
 
 def register_function(spark: SparkSession, name: str, cls: str) -> None:

@@ -26,6 +26,7 @@ from pyspark.sql import Row, SparkSession
 from logberg.errors import ConfigError
 from logberg.lakehouse import sql, tables
 from logberg.lakehouse.commit_retry import CommitRetry
+from logberg.lakehouse.connect import query
 from logberg.lakehouse.rows import rows_frame
 from logberg.lakehouse.schema import ACCESS_LOGS, ACCESS_SORT, DATABASE, MAINTENANCE_RUNS
 from logberg.lakehouse.tables import qualified
@@ -159,11 +160,12 @@ class TableReport:
 
 
 def table_stats(spark: SparkSession, table: str) -> TableStats:
-    files = spark.sql(
+    files = query(
+        spark,
         f"SELECT COUNT(*) AS n, COALESCE(AVG(file_size_in_bytes), 0D) AS avg_bytes, "
-        f"COALESCE(SUM(record_count), 0L) AS records FROM {table}.data_files"
+        f"COALESCE(SUM(record_count), 0L) AS records FROM {table}.data_files",
     ).collect()[0]
-    snapshots = spark.sql(f"SELECT COUNT(*) FROM {table}.snapshots").collect()[0][0]
+    snapshots = query(spark, f"SELECT COUNT(*) FROM {table}.snapshots").collect()[0][0]
     return TableStats(int(files.n), float(files.avg_bytes), int(files.records), int(snapshots))
 
 
@@ -171,7 +173,7 @@ def is_iceberg(spark: SparkSession, table: str) -> bool:
     from pyspark.errors import AnalysisException
 
     try:
-        spark.sql(f"SELECT snapshot_id FROM {table}.snapshots LIMIT 0").collect()
+        query(spark, f"SELECT snapshot_id FROM {table}.snapshots LIMIT 0").collect()
     except AnalysisException:
         return False
     return True
@@ -197,10 +199,11 @@ def call(spark: SparkSession, procedure: str, args: dict[str, str]) -> list[Row]
 
 def check_rewrites(spark: SparkSession, table: str, since: dt.datetime) -> None:
     """Every rewrite (operation 'replace') committed since `since` kept the record count."""
-    rows = spark.sql(
+    rows = query(
+        spark,
         f"SELECT snapshot_id, summary['added-records'] AS added, "
         f"summary['deleted-records'] AS deleted FROM {table}.snapshots "
-        f"WHERE operation = 'replace' AND committed_at >= {sql.timestamp_literal(since)}"
+        f"WHERE operation = 'replace' AND committed_at >= {sql.timestamp_literal(since)}",
     ).collect()
     for r in rows:
         if (r.added or "0") != (r.deleted or "0"):

@@ -26,6 +26,7 @@ from urllib.parse import quote, urlparse
 
 from logberg.errors import ConfigError
 from logberg.lakehouse import sql
+from logberg.lakehouse.connect import query
 from logberg.lakehouse.schema import LEDGER, REJECTS
 
 if TYPE_CHECKING:
@@ -227,18 +228,19 @@ def push(url: str, job: str, metrics: Iterable[Metric]) -> None:
 
 
 def rejected_by_reason(spark: SparkSession, run_id: str) -> dict[str, int]:
-    rows = spark.sql(
+    rows = query(
+        spark,
         f"SELECT reason, count(*) AS n FROM {REJECTS} WHERE run_id = {sql.literal(run_id)} "
-        "GROUP BY reason"
+        "GROUP BY reason",
     ).collect()
     return {str(r["reason"]): int(r["n"]) for r in rows}
 
 
 def newest_file(spark: SparkSession) -> float | None:
     """The ledger's newest modification time (Unix), None while it lists no file."""
-    row = spark.sql(f"SELECT CAST(max(modification_time) AS DOUBLE) AS t FROM {LEDGER}").collect()[
-        0
-    ]
+    row = query(
+        spark, f"SELECT CAST(max(modification_time) AS DOUBLE) AS t FROM {LEDGER}"
+    ).collect()[0]
     return None if row["t"] is None else float(row["t"])
 
 
@@ -254,7 +256,7 @@ def table_rows(spark: SparkSession, tables: Iterable[str]) -> dict[str, tuple[in
     if not parts:
         return {}
     out = {}
-    for r in spark.sql(" UNION ALL ".join(parts)).collect():
+    for r in query(spark, " UNION ALL ".join(parts)).collect():
         out[str(r["t"]).rsplit(".", 1)[-1]] = (int(r["added"] or 0), int(r["total"] or 0))
     return out
 

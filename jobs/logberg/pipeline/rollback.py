@@ -10,6 +10,7 @@ from pyspark.sql import SparkSession
 
 from logberg.errors import ConfigError
 from logberg.lakehouse import sql
+from logberg.lakehouse.connect import query
 from logberg.pipeline.maintenance import call, is_iceberg
 
 
@@ -50,13 +51,13 @@ def rollback(spark: SparkSession, cfg: RollbackConfig) -> RollbackResult:
         raise ConfigError(f"TABLE {cfg.table}: no such Iceberg table")
     ancestors = {
         int(r.snapshot_id)
-        for r in spark.sql(
-            f"SELECT snapshot_id FROM {cfg.table}.history WHERE is_current_ancestor"
+        for r in query(
+            spark, f"SELECT snapshot_id FROM {cfg.table}.history WHERE is_current_ancestor"
         ).collect()
     }
     if cfg.snapshot_id is not None:
-        known = spark.sql(
-            f"SELECT 1 FROM {cfg.table}.snapshots WHERE snapshot_id = {cfg.snapshot_id}"
+        known = query(
+            spark, f"SELECT 1 FROM {cfg.table}.snapshots WHERE snapshot_id = {cfg.snapshot_id}"
         ).count()
         if not known:
             raise ConfigError(f"--to {cfg.snapshot_id}: no such snapshot of {cfg.table}")
@@ -71,8 +72,8 @@ def rollback(spark: SparkSession, cfg: RollbackConfig) -> RollbackResult:
         ts = sql.timestamp_literal(cfg.timestamp)
         older = {
             int(r.snapshot_id)
-            for r in spark.sql(
-                f"SELECT snapshot_id FROM {cfg.table}.snapshots WHERE committed_at <= {ts}"
+            for r in query(
+                spark, f"SELECT snapshot_id FROM {cfg.table}.snapshots WHERE committed_at <= {ts}"
             ).collect()
         }
         if not older & ancestors:

@@ -8,6 +8,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from logberg.lakehouse import sql
+from logberg.lakehouse.connect import query
 from logberg.lakehouse.schema import DAILY_TOP_DEVICES, DAILY_TOP_IPS, WEEKLY_ANALYTICS
 
 Section = tuple[str, list[str], list[tuple[Any, ...]]]  # title, columns, rows
@@ -15,7 +16,7 @@ Section = tuple[str, list[str], list[tuple[Any, ...]]]  # title, columns, rows
 
 def top_tables(spark: SparkSession) -> list[Section]:
     """The sections to print; empty when analytics has not run yet."""
-    latest = spark.sql(f"SELECT MAX(date) FROM {DAILY_TOP_IPS}").collect()[0][0]
+    latest = query(spark, f"SELECT MAX(date) FROM {DAILY_TOP_IPS}").collect()[0][0]
     if latest is None:
         return []
     day = sql.date_literal(latest)
@@ -40,6 +41,6 @@ def top_tables(spark: SparkSession) -> list[Section]:
             f"busiest_hour FROM {WEEKLY_ANALYTICS} ORDER BY year, week_of_year",
         ),
     ):
-        df = spark.sql(statement)
+        df = query(spark, statement)
         sections.append((title, df.columns, [tuple(r) for r in df.collect()]))
     return sections

@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 
 from logberg.lakehouse import sql, tables
 from logberg.lakehouse.commit_retry import CommitRetry
+from logberg.lakehouse.connect import query
 from logberg.lakehouse.rows import rows_frame
 from logberg.lakehouse.schema import (
     ACCESS_LOGS,
@@ -59,10 +60,11 @@ GOLD = (DAILY_TOP_IPS, WEEKLY_TOP_IPS, DAILY_TOP_DEVICES, WEEKLY_TOP_DEVICES, WE
 
 def pending_ingest_days(spark: SparkSession) -> tuple[list[str], set[dt.date]]:
     """Ingest runs not yet covered by an analytics run, and the days they touched."""
-    rows = spark.sql(
+    rows = query(
+        spark,
         f"""SELECT i.run_id, i.dates FROM {INGEST_RUNS} i
         LEFT ANTI JOIN (SELECT explode(ingest_run_ids) AS run_id FROM {ANALYTICS_RUNS}) a
-        ON i.run_id = a.run_id"""
+        ON i.run_id = a.run_id""",
     ).collect()
     days: set[dt.date] = set()
     for r in rows:
@@ -72,7 +74,7 @@ def pending_ingest_days(spark: SparkSession) -> tuple[list[str], set[dt.date]]:
 
 def current_snapshot(spark: SparkSession, table: Table) -> int | None:
     """The table's current snapshot (None while it has none)."""
-    rows = spark.sql(f"SELECT snapshot_id FROM {table}.refs WHERE name = 'main'").collect()
+    rows = query(spark, f"SELECT snapshot_id FROM {table}.refs WHERE name = 'main'").collect()
     return int(rows[0][0]) if rows else None
 
 

@@ -19,6 +19,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from logberg.lakehouse import sql
+from logberg.lakehouse.connect import query
 from logberg.lakehouse.rows import rows_frame
 from logberg.lakehouse.schema import ACCESS_LOGS, INGEST_RUNS, LEDGER, REJECTS, Table
 from logberg.lakehouse.tables import qualified
@@ -49,11 +50,12 @@ def stored_rows(spark: SparkSession, table: Table, uris: Sequence[str]) -> tuple
     dated = table == ACCESS_LOGS  # the only one partitioned by date
     date = "date" if dated else "CAST(NULL AS DATE)"
     bounds = "readable_metrics.source_file"
-    found = spark.sql(
+    found = query(
+        spark,
         f"SELECT content, {'partition.date' if dated else date} AS date, "
         f"{bounds}.lower_bound AS lo, {bounds}.upper_bound AS hi, record_count AS n "
         f"FROM {table}.files WHERE NOT ({bounds}.upper_bound < {sql.literal(min(uris))} "
-        f"OR {bounds}.lower_bound > {sql.literal(max(uris))})"
+        f"OR {bounds}.lower_bound > {sql.literal(max(uris))})",
     ).collect()
     out: FileRows = []
     for r in found:
@@ -62,9 +64,10 @@ def stored_rows(spark: SparkSession, table: Table, uris: Sequence[str]) -> tuple
             if r.lo in want:
                 out.append((r.lo, r.date, int(r.n)))
         elif not settled or any(r.lo <= u <= r.hi for u in want):
-            counted = spark.sql(
+            counted = query(
+                spark,
                 f"SELECT source_file, {date} AS date, COUNT(*) AS n FROM {table} "
-                f"WHERE source_file IN ({sql.literals(uris)}) GROUP BY 1, 2"
+                f"WHERE source_file IN ({sql.literals(uris)}) GROUP BY 1, 2",
             ).collect()
             return [(r.source_file, r.date, int(r.n)) for r in counted], True
     return out, False
@@ -79,6 +82,10 @@ def file_rows(spark: SparkSession, table: Table, uris: Sequence[str]) -> FileRow
 class Committed:
     snapshot_id: int | None
     replaced: frozenset[str]  # files whose earlier rows the commit replaced
+    # The rows the table holds for these files right after the commit, when its snapshot
+    # says: an overwrite by source_file leaves exactly the rows it added. None after a
+    # MERGE, whose added rows include the other rows of the data files it rewrote.
+    held: int | None = None
 
 
 def replace_rows(
@@ -95,8 +102,9 @@ def replace_rows(
     commit (`merge_rows`). It conflicts with a concurrent writer (serializable): the caller
     redoes the batch.
 
-    Returns the commit's snapshot and which files already had rows: at planning, or
-    committed by another writer before this commit landed.
+    Returns the commit's snapshot, which files already had rows (at planning, or committed
+    by another writer before this commit landed) and, after an overwrite, how many rows the
+    table holds for these files.
     """
     held, mixed = stored_rows(spark, table, uris)
     planned = sum(n for _, _, n in held)
@@ -114,17 +122,21 @@ def replace_rows(
         rows.writeTo(qualified(spark, table)).option(f"snapshot-property.{TAG}", tag).overwrite(
             F.col("source_file").isin(list(uris))
         )
-    found = spark.sql(
-        f"SELECT snapshot_id, summary['deleted-records'] AS deleted FROM {table}.snapshots "
+    found = query(
+        spark,
+        f"SELECT snapshot_id, summary['deleted-records'] AS deleted, "
+        f"summary['added-records'] AS added FROM {table}.snapshots "
         f"WHERE summary[{sql.literal(TAG)}] = {sql.literal(tag)} "
-        "ORDER BY committed_at DESC LIMIT 1"
+        "ORDER BY committed_at DESC LIMIT 1",
     ).collect()
     if not found:
         return Committed(None, frozenset(replaced))
     snap = int(found[0].snapshot_id)
-    if not mixed and int(found[0].deleted or 0) > planned:  # committed by someone meanwhile
+    if mixed:
+        return Committed(snap, frozenset(replaced))
+    if int(found[0].deleted or 0) > planned:  # committed by someone meanwhile
         replaced |= deleted_sources(spark, table, snap, uris)
-    return Committed(snap, frozenset(replaced))
+    return Committed(snap, frozenset(replaced), int(found[0].added or 0))
 
 
 def merge_rows(spark: SparkSession, table: Table, rows: DataFrame, uris: Sequence[str]) -> None:
@@ -169,9 +181,10 @@ def deleted_sources(
 ) -> set[str]:
     """Which of these files had data files that this snapshot removed (metadata only)."""
     bounds = "readable_metrics.source_file"
-    rows = spark.sql(
+    rows = query(
+        spark,
         f"SELECT {bounds}.lower_bound AS lo, {bounds}.upper_bound AS hi "
-        f"FROM {table}.all_entries WHERE snapshot_id = {snapshot_id} AND status = 2"
+        f"FROM {table}.all_entries WHERE snapshot_id = {snapshot_id} AND status = 2",
     ).collect()
     want = set(uris)
     return {r.lo for r in rows if r.lo is not None and r.lo == r.hi and r.lo in want}
@@ -206,7 +219,9 @@ def write_rejects(
         log.info("rejects: %d line(s) read again from the files", rejected)
         located = read_parsed(spark, [u for u in uris if u in rejected_by_file], None, reading)
     fmt = (reading or Reading()).log_format.name
-    replace_rows(spark, REJECTS, to_rejects(located, run_id, now, fmt), uris, tag)
+    done = replace_rows(spark, REJECTS, to_rejects(located, run_id, now, fmt), uris, tag)
+    if done.held is not None:  # an overwrite: its snapshot's added rows, no count to run
+        return done.held
     return sum(n for _, _, n in file_rows(spark, REJECTS, uris))
 
 

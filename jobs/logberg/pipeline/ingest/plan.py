@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 
 from logberg.errors import ConfigError
 from logberg.lakehouse import sql
+from logberg.lakehouse.connect import query
 from logberg.lakehouse.schema import LEDGER
 from logberg.pipeline import jar
 
@@ -48,8 +49,6 @@ def list_inputs(
     """Every .log/.gz file below the landing prefixes, sorted by URI."""
     from pyspark.errors import AnalysisException
 
-    jar.require(spark)  # FILE_URI is in it
-
     try:
         listing = (
             spark.read.format("binaryFile")
@@ -65,7 +64,10 @@ def list_inputs(
             .collect()
         )
     except AnalysisException as e:
+        if FILE_URI in str(e):  # the listing is also the check that logberg's jar is there
+            raise jar.missing(FILE_URI) from None
         raise ConfigError(f"--input {list(inputs)}: {str(e).splitlines()[0]}") from None
+    jar.found(spark)
     files = [
         InputFile(str(r.uri), int(r.length), r.modificationTime)
         for r in listing
@@ -77,10 +79,11 @@ def list_inputs(
 def ledger_state(spark: SparkSession, uris: Sequence[str] | None = None) -> dict[str, LedgerEntry]:
     """Each file's latest ledger entry (of these files only, when given)."""
     where = f"WHERE path IN ({sql.literals(uris)})" if uris else ""
-    rows = spark.sql(
+    rows = query(
+        spark,
         f"SELECT path, size, modification_time, run_id FROM (SELECT *, row_number() OVER "
         f"(PARTITION BY path ORDER BY ingested_at DESC) AS rn FROM {LEDGER} {where}) "
-        "WHERE rn = 1"
+        "WHERE rn = 1",
     ).collect()
     return {r.path: LedgerEntry(int(r.size), r.modification_time, str(r.run_id)) for r in rows}
 

@@ -11,8 +11,9 @@ from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 
 from logberg.lakehouse import sql
 from logberg.lakehouse.schema import Column as TableColumn
+from logberg.pipeline import jar
 from logberg.pipeline.logformat import Reading
-from logberg.pipeline.parse import LINES_SOURCE, parser_return_type
+from logberg.pipeline.parse import LINES_SOURCE
 
 # Rejected lines are kept while a batch is written, up to this many characters; beyond it
 # (a batch of mostly garbage) they are read from the files again.
@@ -90,7 +91,7 @@ def read_parsed(
 def _reader(
     spark: SparkSession, uris: Sequence[str], sink: RejectSink | None, reading: Reading | None
 ) -> DataFrameReader:
-    parser_return_type(spark)  # logberg's jar is on the class path, or a clear error
+    jar.require(spark)  # logberg's jar is on the class path, or a clear error
     reader = spark.read.format(LINES_SOURCE).option("files", "\n".join(uris))
     reader = reader.options(**(reading or Reading()).options())
     if sink is not None:

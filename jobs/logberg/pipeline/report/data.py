@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from logberg.errors import ConfigError
+from logberg.lakehouse.connect import query
 from logberg.lakehouse.schema import (
     ACCESS_LOGS,
     DAILY_LATENCY,
@@ -73,7 +74,7 @@ def period(spark: SparkSession, cfg: ReportConfig, present: set[str]) -> tuple[d
     (from the oldest one, when there are fewer)."""
     oldest = newest = None
     if DAILY_TOP_IPS.name in present:
-        row = spark.sql(f"SELECT MIN(date), MAX(date) FROM {DAILY_TOP_IPS}").collect()[0]
+        row = query(spark, f"SELECT MIN(date), MAX(date) FROM {DAILY_TOP_IPS}").collect()[0]
         oldest, newest = row[0], row[1]
     until = cfg.until or newest or dt.datetime.now(dt.timezone.utc).date()
     since = cfg.since or until - dt.timedelta(days=DEFAULT_DAYS - 1)
