@@ -6,8 +6,6 @@ and days on both sides of an ISO year boundary (2024-12-29 is in 2024-W52, 2024-
 from __future__ import annotations
 
 import datetime as dt
-import functools
-import threading
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
@@ -217,21 +215,3 @@ def test_a_missing_address_counts_as_one_address(logs: Any) -> None:
         an.daily_top_ips(df, N),
         [(D1, 1, None, 3, 6, 2, 1 / 3, True), (D1, 2, "10.0.0.1", 1, 4, 1, 0.0, False)],
     )
-
-
-def test_steps_run_at_once_and_all_finish_before_the_first_error() -> None:
-    """analytics' rollups and writes run together: three steps that each wait for all three
-    to be running meet (in sequence the first would wait alone and break the barrier); a
-    failing step's error is raised only after the others have finished."""
-    meet = threading.Barrier(3, timeout=60)
-    done: list[int] = []
-
-    def step(i: int) -> None:
-        meet.wait()
-        if i == 0:
-            raise ValueError("step 0 failed")
-        done.append(i)
-
-    with pytest.raises(ValueError, match="step 0 failed"):
-        an.concurrently([functools.partial(step, i) for i in range(3)])
-    assert sorted(done) == [1, 2]

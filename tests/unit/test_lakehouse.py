@@ -4,6 +4,8 @@ table definitions, and the JVM parser's field list and reject reasons as Python 
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import threading
 from typing import Any
 
 import pytest
@@ -14,6 +16,7 @@ from pyspark.sql.types import StructType
 from pyspark.testing import assertDataFrameEqual
 
 from logberg.lakehouse import rows, schema, sql
+from logberg.lakehouse.parallel import concurrently
 from logberg.pipeline.parse import RejectReason, parse_lines, parser_return_type, to_access_rows
 
 AWKWARD = [
@@ -148,3 +151,21 @@ def test_python_and_the_jvm_agree_on_fields_and_reject_reasons(spark: SparkSessi
     assert reader.load().columns == [*head, *fields[:base]]
     wide = reader.option("client", "10.0.0.0/8").load()
     assert wide.columns == [*head, *fields]
+
+
+def test_steps_run_at_once_and_all_finish_before_the_first_error() -> None:
+    """Analytics' writes and ingest's CREATEs run together: three steps that each wait for
+    all three to be running meet (in sequence the first would wait alone and break the barrier); a
+    failing step's error is raised only after the others have finished."""
+    meet = threading.Barrier(3, timeout=60)
+    done: list[int] = []
+
+    def step(i: int) -> None:
+        meet.wait()
+        if i == 0:
+            raise ValueError("step 0 failed")
+        done.append(i)
+
+    with pytest.raises(ValueError, match="step 0 failed"):
+        concurrently([functools.partial(step, i) for i in range(3)])
+    assert sorted(done) == [1, 2]

@@ -98,10 +98,12 @@ class Table:
     def all_properties(self) -> dict[str, str]:
         return {**COMMON_PROPS, **self.properties}
 
-    def create_sql(self) -> str:
-        """CREATE TABLE IF NOT EXISTS (a concurrent job may create it first)."""
+    def create_sql(self, catalog: str | None = None) -> str:
+        """CREATE TABLE IF NOT EXISTS (a concurrent job may create it first); in `catalog`
+        when given, else the session's current one."""
+        name = f"{catalog}.{self.qualified}" if catalog else self.qualified
         parts = [
-            f"CREATE TABLE IF NOT EXISTS {self.qualified} (",
+            f"CREATE TABLE IF NOT EXISTS {name} (",
             ", ".join(c.ddl() for c in self.columns),
             ") USING iceberg",
         ]

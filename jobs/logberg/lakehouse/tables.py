@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
+from functools import partial
 
 from pyspark.sql import SparkSession
 
 from logberg.lakehouse import sql
+from logberg.lakehouse.parallel import concurrently
 from logberg.lakehouse.schema import (
     DATABASE,
     NO_DICTIONARY_PROP,
@@ -101,12 +103,13 @@ def ensure(
     ensure_database(spark)
     have = existing(spark)
     check = {t.name for t in upgrading}
-    created = set()
+    missing = []
     for table in tables:
-        if table.name in have:
-            if table.name in check:
-                upgrade(spark, table)
-            continue
-        spark.sql(table.create_sql())
-        created.add(table.name)
-    return created
+        if table.name not in have:
+            missing.append(table)
+        elif table.name in check:
+            upgrade(spark, table)
+    # Each CREATE is a metastore round trip and a metadata file: the missing tables (all
+    # of them, on a new warehouse) are created at once.
+    concurrently([partial(spark.sql, t.create_sql(CATALOG)) for t in missing], "create")
+    return {t.name for t in missing}

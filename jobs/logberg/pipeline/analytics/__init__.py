@@ -8,7 +8,7 @@
 
 from logberg.lakehouse.schema import ACCESS_LOGS
 from logberg.pipeline.analytics.config import AnalyticsConfig, AnalyticsResult
-from logberg.pipeline.analytics.job import GOLD, analytics, concurrently, current_snapshot, read_at
+from logberg.pipeline.analytics.job import GOLD, analytics, current_snapshot, read_at
 from logberg.pipeline.analytics.transforms import (
     daily_latency,
     daily_top_devices,
@@ -24,7 +24,6 @@ __all__ = [
     "AnalyticsConfig",
     "AnalyticsResult",
     "analytics",
-    "concurrently",
     "current_snapshot",
     "daily_latency",
     "daily_top_devices",

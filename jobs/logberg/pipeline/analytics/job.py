@@ -12,10 +12,9 @@ import datetime as dt
 import functools
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -23,6 +22,7 @@ from pyspark.sql import functions as F
 from logberg.lakehouse import sql, tables
 from logberg.lakehouse.commit_retry import CommitRetry
 from logberg.lakehouse.connect import query
+from logberg.lakehouse.parallel import concurrently, raise_first
 from logberg.lakehouse.rows import rows_frame
 from logberg.lakehouse.schema import (
     ACCESS_LOGS,
@@ -112,23 +112,6 @@ class Write:
             writer.overwrite(F.expr(self.replace))
 
 
-def raise_first(futures: Sequence[Future[Any]]) -> None:
-    """Raise the first error of `futures` (all done), if any."""
-    errors = [e for e in (f.exception() for f in futures) if e is not None]
-    if errors:
-        raise errors[0]
-
-
-def concurrently(steps: Sequence[Callable[[], object]]) -> None:
-    """Run every step at once, each in its own thread: Spark runs concurrent jobs of one
-    session (and a Spark Connect session concurrent queries), so small jobs fill the cores
-    one alone leaves idle, and commits overlap their metastore round trips. Every step runs
-    to its end before the first error is raised, so none is left running."""
-    with ThreadPoolExecutor(max_workers=max(1, len(steps)), thread_name_prefix="analytics") as pool:
-        futures = [pool.submit(step) for step in steps]
-    raise_first(futures)
-
-
 # A cached rollup this small is read as one partition: every table's grouping, ranking and
 # join over it then runs inside that partition, with no shuffle. At these sizes a shuffle
 # stage costs more than its rows: the five tables' plans of a 5M-line week took half as long.
@@ -157,7 +140,7 @@ def write_all(catalog: str, writes: Sequence[Write], steps: dict[str, float]) ->
         WRITE_RETRY.run(lambda: w(target), f"analytics write of {w.table}")
         steps[w.table.name] = round(time.monotonic() - t, 2)  # printed: the bench profiles
 
-    concurrently([functools.partial(timed, w, f"{catalog}.{w.table}") for w in writes])
+    concurrently([functools.partial(timed, w, f"{catalog}.{w.table}") for w in writes], "analytics")
 
 
 def top_ip_writes(
