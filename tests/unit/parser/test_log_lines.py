@@ -122,6 +122,23 @@ def test_rows_match_sparks_text_source_and_the_udf(spark, tmp_path: Path) -> Non
     assert any(r.source_file.endswith("d.log.gz") for r in want)
 
 
+def test_line_ends_and_non_ascii_bytes_at_every_position_of_a_word(spark, tmp_path: Path) -> None:
+    # The reader looks for line ends and non-ASCII bytes eight bytes at a time: lines of
+    # every length around a word, each end kind, and a non-ASCII byte (valid or not) at
+    # every offset, in one file so that lines start at every alignment too.
+    ends = ["\n", "\r", "\r\n"]
+    data = b"".join(("z" * n + ends[n % 3]).encode() for n in range(1, 26))
+    for k in range(17):
+        data += b"a" * k + "é".encode() + b"b" * (16 - k) + b"\n"
+        data += b"a" * k + b"\xff" + b"b" * (16 - k) + b"\r\n"
+    data += GOOD.encode() + b"\r" + b"q" * 9  # the last line has no end
+    path = tmp_path / "words.log"
+    path.write_bytes(data)
+    got = read_parsed(spark, [_uri(path)])
+    assertDataFrameEqual(got, _oracle(spark, [path]))
+    assert got.count() == 25 + 2 * 17 + 2
+
+
 def test_a_crlf_split_across_reads_and_a_line_longer_than_the_buffer(spark, tmp_path: Path) -> None:
     # The reader's buffer starts at 1 MiB: the first line fills it up to its CR, whose LF
     # comes with the next read; the next line is longer than the buffer.

@@ -460,8 +460,7 @@ public final class LogLines implements TableProvider {
         int scanFrom = pos;
         int end, next;
         while (true) {
-          int i = scanFrom;
-          while (i < lim && buf[i] != '\n' && buf[i] != '\r') i++;
+          final int i = Bytes.lineEnd(buf, scanFrom, lim);
           if (i < lim) {
             end = i;
             if (buf[i] == '\n') {
@@ -529,19 +528,14 @@ public final class LogLines implements TableProvider {
     /** Parses a line into the row; false when it is rejected and the rows are good lines only. */
     private boolean emit(byte[] b, int from, int to) {
       byte[] original = null; // the line's bytes when they are not valid UTF-8
-      for (int i = from; i < to; i++) {
-        if (b[i] < 0) { // not ASCII: is it valid UTF-8?
-          if (!UTF8String.fromBytes(b, from, to - from).isValid()) {
-            original = java.util.Arrays.copyOfRange(b, from, to);
-            final byte[] valid =
-                new String(b, from, to - from, StandardCharsets.UTF_8)
-                    .getBytes(StandardCharsets.UTF_8);
-            b = valid;
-            from = 0;
-            to = valid.length;
-          }
-          break;
-        }
+      final boolean ascii = Bytes.nonAscii(b, from, to) == to;
+      if (!ascii && !UTF8String.fromBytes(b, from, to - from).isValid()) {
+        original = java.util.Arrays.copyOfRange(b, from, to);
+        final byte[] valid =
+            new String(b, from, to - from, StandardCharsets.UTF_8).getBytes(StandardCharsets.UTF_8);
+        b = valid;
+        from = 0;
+        to = valid.length;
       }
       final LineScan s = scan;
       final boolean ok = format == null ? s.scan(b, from, to) : format.scan(s, b, from, to) && s.check();
