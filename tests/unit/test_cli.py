@@ -115,3 +115,15 @@ def test_a_wrong_setting_exits_2_naming_it() -> None:
     )
     assert out.returncode == 2
     assert "--since 2025-02-02 is after --until 2025-01-01" in out.stderr
+
+
+def test_a_dry_run_is_of_a_batch_ingest() -> None:
+    """`ingest --dry-run` lists what a batch ingest would read: with --follow it is an
+    error naming both, before any Spark starts."""
+    out = subprocess.run(
+        [sys.executable, "-m", "logberg.cli", "ingest", "--dry-run", "--follow", "--once"],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 2
+    assert "--dry-run lists what a batch ingest would read: not with --follow" in out.stderr

@@ -140,7 +140,11 @@ def run(a: argparse.Namespace) -> int:
     from logberg.pipeline.ingest.batch import ingest
 
     cfg = ingest_config(a, follow_config(a))
+    if a.dry_run and cfg.follow is not None:
+        raise ConfigError("--dry-run lists what a batch ingest would read: not with --follow")
     gateway = metrics.gateway()  # a wrong LOGBERG_PUSHGATEWAY fails before Spark starts
+    if a.dry_run:
+        return dry_run(session("logberg-ingest"), cfg, gateway)
     if cfg.follow is None:
         spark = session("logberg-ingest")
     else:
@@ -170,8 +174,40 @@ def run(a: argparse.Namespace) -> int:
     return 0
 
 
+def dry_run(spark: SparkSession, cfg: IngestConfig, gateway: str | None) -> int:
+    """`--dry-run`: the files an ingest would read now (new, or changed since their last
+    ingest), by a fresh listing against the ledger; nothing is read or written. With a
+    Pushgateway, its pending gauges are replaced by this listing's."""
+    from logberg.lakehouse.schema import LEDGER
+    from logberg.lakehouse.tables import existing
+    from logberg.pipeline import metrics
+    from logberg.pipeline.ingest.plan import pending
+
+    waiting = pending(
+        spark, cfg.inputs, cfg.since, ledger=LEDGER.name in existing(spark), full=cfg.full
+    )
+    changed = {f.uri for f in waiting.changed}
+    for f in waiting.files:
+        when = f.modified.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        kind = "changed" if f.uri in changed else "new"
+        print(f"{kind:<8}{when}  {f.size:>12,}  {f.uri}")
+    print(
+        f"{len(waiting.files)} file(s) to ingest ({len(changed)} changed) of "
+        f"{waiting.listed} listed",
+        flush=True,
+    )
+    metrics.push_pending(gateway, [f.modified.timestamp() for f in waiting.files])
+    return 0
+
+
 def all_arguments(p: argparse.ArgumentParser) -> None:
     arguments(p)
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list the files an ingest would read now (new, or changed since their last "
+        "ingest) and ingest nothing; with LOGBERG_PUSHGATEWAY, push them as the pending gauges",
+    )
     follow_arguments(p)
 
 

@@ -46,9 +46,10 @@ def table_properties(spark: SparkSession, table: Table | str) -> dict[str, str]:
     try:
         rows = spark.sql(f"SHOW TBLPROPERTIES {table}").collect()
     finally:
-        if before is None:
-            spark.conf.unset(key)
-        else:
+        # As it was: unset (Spark's default) unless the session had set another value. A
+        # session a job command hands on (connect_pool) keeps no setting of its own.
+        spark.conf.unset(key)
+        if before is not None and spark.conf.get(key) != before:
             spark.conf.set(key, before)
     return {r.key: r.value for r in rows}
 

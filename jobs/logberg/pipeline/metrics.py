@@ -123,10 +123,23 @@ def ingest_metrics(
             "newest ingested data is.",
             *_maybe(newest_file),
         ),
+        *pending_metrics(waiting),
+        gauge(
+            "logberg_ingest_last_success_timestamp_seconds",
+            "When the last successful ingest run ended (Unix time).",
+            ({}, now),
+        ),
+    ]
+
+
+def pending_metrics(waiting: Sequence[float]) -> list[Metric]:
+    """What waits for an ingest: `waiting`, the modification times of the files that have
+    landed and wait (an ingest run's, listed as it ended, or `ingest --dry-run`'s)."""
+    return [
         gauge(
             "logberg_ingest_pending_files",
             "Files under the inputs that wait for an ingest (new, or changed since their last "
-            "ingest), listed when the last run ended.",
+            "ingest), listed when the last run (or ingest --dry-run) ended.",
             ({}, len(waiting)),
         ),
         gauge(
@@ -140,11 +153,6 @@ def ingest_metrics(
             "Modification time of the newest file waiting for an ingest (Unix time), absent "
             "when none waits.",
             *_maybe(max(waiting, default=None)),
-        ),
-        gauge(
-            "logberg_ingest_last_success_timestamp_seconds",
-            "When the last successful ingest run ended (Unix time).",
-            ({}, now),
         ),
     ]
 
@@ -208,16 +216,20 @@ def gateway() -> str | None:
     return url
 
 
-def push(url: str, job: str, metrics: Iterable[Metric]) -> None:
-    """Replace the group `job` (and LOGBERG_METRICS_INSTANCE) on the gateway with `metrics`;
-    a failure is logged, not raised (the run has committed)."""
+def push(url: str, job: str, metrics: Iterable[Metric], whole_group: bool = True) -> None:
+    """Replace the group `job` (and LOGBERG_METRICS_INSTANCE) on the gateway with `metrics`
+    (`whole_group` False: only the gauges of these names, the rest of the group stays); a
+    failure is logged, not raised (the run has committed)."""
     where = f"{url}/metrics/job/{quote(job, safe='')}"
     instance = os.environ.get(INSTANCE_ENV)
     if instance:
         where += f"/instance/{quote(instance, safe='')}"
     body = exposition(metrics).encode()
     req = urllib.request.Request(
-        where, data=body, method="PUT", headers={"Content-Type": CONTENT_TYPE}
+        where,
+        data=body,
+        method="PUT" if whole_group else "POST",
+        headers={"Content-Type": CONTENT_TYPE},
     )
     try:
         with urllib.request.urlopen(req, timeout=30) as r:
@@ -267,7 +279,7 @@ def waiting_files(spark: SparkSession, cfg: IngestConfig) -> list[float]:
     count."""
     from logberg.pipeline.ingest.plan import pending
 
-    return [f.modified.timestamp() for f in pending(spark, cfg.inputs, cfg.since)]
+    return [f.modified.timestamp() for f in pending(spark, cfg.inputs, cfg.since).files]
 
 
 def push_ingest(
@@ -282,6 +294,13 @@ def push_ingest(
         result, reasons, newest_file(spark), time.time(), waiting_files(spark, cfg)
     )
     push(url, "logberg_ingest", metrics)
+
+
+def push_pending(url: str | None, waiting: Sequence[float]) -> None:
+    """`ingest --dry-run`'s listing: the pending gauges of the ingest's group, the rest of
+    the last run's figures kept."""
+    if url is not None:
+        push(url, "logberg_ingest", pending_metrics(waiting), whole_group=False)
 
 
 def push_analytics(url: str | None, spark: SparkSession, result: AnalyticsResult) -> None:

@@ -56,6 +56,10 @@ class Served:
     metastore_uri: str
     warehouse: str
     s3_endpoint: str | None
+    # Started with no plan cache (argv), so a job command may take up a session an earlier
+    # one left (connect_pool). A server an older logberg started, whose state file lacks
+    # this, gives every command a session of its own instead.
+    shared_sessions: bool = False
 
 
 def port(s: LocalSettings) -> int:
@@ -128,6 +132,14 @@ def argv(s: LocalSettings, cfg: LakehouseConfig, runtime: SparkRuntime, at: int)
             # than one analytics run compiles). Job commands reuse sessions (connect_pool),
             # so the code of a run is there for the next.
             "spark.sql.codegen.cache.maxEntries": "2000",
+            # No per-session plan cache. It keys a relation's resolved plan by the relation
+            # as the client sent it, plan ids included, and PySpark numbers the plans of
+            # each process from 0: a job command that takes up a session an earlier command
+            # left (connect_pool) sends the same relations with the same ids, and was given
+            # the earlier command's resolved plans. A file source's plan holds its listing,
+            # so `ingest` saw the landing as an earlier command had listed it (#53). With no
+            # cache every relation is resolved when sent, as in a process of its own.
+            "spark.connect.session.planCache.maxSize": "0",
         }
     )
     out = [
@@ -180,7 +192,7 @@ def start(s: LocalSettings, cfg: LakehouseConfig, runtime: SparkRuntime) -> Conn
     workdir.mkdir(parents=True, exist_ok=True)
     proc = svc.start(argv(s, cfg, runtime, at), env=env, cwd=workdir)
     wait_for_port(svc, proc, at, START_TIMEOUT_S)
-    state = Served(at, cfg.metastore_uri, cfg.warehouse, cfg.s3_endpoint)
+    state = Served(at, cfg.metastore_uri, cfg.warehouse, cfg.s3_endpoint, shared_sessions=True)
     state_file(s).write_text(json.dumps(asdict(state)))
     server = client(s, state)
     ready(svc, server)
@@ -214,7 +226,7 @@ def client(s: LocalSettings, state: Served) -> ConnectServer:
         log=str(service(s).log_file),
         token_source=str(token_file(s)),
         described="the local Spark Connect server",
-        sessions=str(sessions_dir(s)),
+        sessions=str(sessions_dir(s)) if state.shared_sessions else None,
     )
 
 

@@ -248,8 +248,12 @@ def record_run(spark: SparkSession, row: tuple[object, ...], replayable: bool) -
     if not replayable:
         df.writeTo(qualified(spark, INGEST_RUNS)).append()
         return
-    df.createOrReplaceTempView("logberg_ingest_run")
-    spark.sql(
-        f"MERGE INTO {INGEST_RUNS} t USING logberg_ingest_run s ON t.run_id = s.run_id "
-        "WHEN NOT MATCHED THEN INSERT *"
+    # A DataFrame MERGE, not SQL over a temporary view: nothing is left in the session.
+    target = qualified(spark, INGEST_RUNS)
+    (
+        df.alias("s")
+        .mergeInto(target, F.col(f"{INGEST_RUNS.name}.run_id") == F.col("s.run_id"))
+        .whenNotMatched()
+        .insertAll()
+        .merge()
     )

@@ -110,14 +110,31 @@ def plan(
     return todo, changed
 
 
-def pending(spark: SparkSession, inputs: Sequence[str], since: dt.date | None) -> list[InputFile]:
-    """The files under `inputs` that an ingest would read now (new, or changed since their
-    last ingest), by a fresh listing against the ledger: what has landed and waits."""
+@dataclass(frozen=True)
+class Waiting:
+    """What an ingest would read now: of `listed` files, `files` (new, or changed since
+    their last ingest; `changed` of those)."""
+
+    listed: int
+    files: list[InputFile]
+    changed: list[InputFile]
+
+
+def pending(
+    spark: SparkSession,
+    inputs: Sequence[str],
+    since: dt.date | None,
+    ledger: bool = True,
+    full: bool = False,
+) -> Waiting:
+    """The files under `inputs` that an ingest would read now, by a fresh listing against
+    the ledger: what has landed and waits. `ledger`: False when the ledger table does not
+    exist yet (every file waits)."""
     files = list_inputs(spark, inputs, since)
     if not files:
-        return []
-    todo, _ = plan(files, ledger_state(spark))
-    return todo
+        return Waiting(0, [], [])
+    todo, changed = plan(files, ledger_state(spark) if ledger else {}, full)
+    return Waiting(len(files), todo, changed)
 
 
 def batches(files: Sequence[InputFile], max_bytes: int) -> list[list[InputFile]]:
