@@ -49,7 +49,13 @@ def ui(d: Deployed, *args: str) -> Iterator[tuple[str, list[str]]]:
         yield url, printed[1:]
     finally:
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=60) == 0
+        try:
+            rc = proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:  # never left running: it holds the cluster's kubeconfig
+            proc.kill()
+            proc.wait()
+            raise AssertionError(f"logberg k8s ui {args} did not stop on Ctrl-C") from None
+        assert rc == 0, proc.stderr.read() if proc.stderr else rc
 
 
 def get(url: str) -> Any:

@@ -133,3 +133,20 @@ def test_only_test_cluster_homes_with_no_live_process_are_stale(tmp_path: Path) 
     for home in (dead, live):
         os.utime(home / "host-record.json", (old, old))
     assert stale_cluster_homes(tmp_path) == [dead, live]
+
+
+def test_a_client_with_the_clusters_kubeconfig_is_not_a_process_of_the_cluster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`down` leaves (and names) kubectl, helm and `logberg k8s` processes that use the
+    cluster's kubeconfig: they are the user's, not the cluster's (#55)."""
+    from logberg_platform.cluster.cluster_settings import ClusterSettings
+    from logberg_platform.cluster.lifecycle import is_client
+
+    monkeypatch.setenv("LOGBERG_CLUSTER_HOME", str(tmp_path / "c"))
+    s = ClusterSettings.from_env()
+    kc = f"{s.home}/kubeconfig"
+    assert is_client(f"/usr/bin/python3 logberg k8s --kubeconfig={kc} --context=x ui", s)
+    assert is_client(f"kubectl --kubeconfig {kc} get pods", s)
+    assert not is_client(f"{s.home}/bin/kubelet --kubeconfig={kc} --root-dir={s.home}/kubelet", s)
+    assert not is_client(f"containerd --config={s.home}/conf/containerd.toml", s)

@@ -129,23 +129,47 @@ def chains_of(family: str) -> dict[str, list[str]]:
     return out
 
 
-def record_host(s: ClusterSettings) -> HostRecord:
-    """The record of the untouched host; written once, on the first `up`."""
-    existing = HostRecord.load(s.host_record)
-    if existing is not None:
-        return existing
+def record_host(s: ClusterSettings) -> tuple[HostRecord, bool]:
+    """The record of the host before the cluster, written by `up`; and whether a record
+    an earlier `down` kept (it could not remove something of the cluster's) was merged in.
+
+    A kept record knows what the cluster changed before it (the sysctls' values, the folders
+    and cgroups it made): those stay as recorded. It is older than what other programs did
+    since (podman's tables and chains, made after it): tables and chains present now that
+    are not the cluster's count as the host's, so the next `down` leaves them."""
     chains: dict[str, list[str]] = {}
     for family in FAMILIES:
         chains.update(chains_of(family))
-    record = HostRecord(
+    now = HostRecord(
         sysctls=read_sysctls(),
         chains=chains,
         dirs={d: Path(d).exists() for d in HOST_DIRS},
         cgroups={str(p): p.exists() for p in kubepods_cgroups()},
         tables=sorted(chains),
     )
+    kept = HostRecord.load(s.host_record)
+    record = now if kept is None else merged(kept, now)
     record.save(s.host_record)
-    return record
+    return record, kept is not None
+
+
+def merged(kept: HostRecord, now: HostRecord) -> HostRecord:
+    """`kept` (an earlier record), plus the tables and chains of the host `now` that are
+    not the cluster's (a table counts when it holds no chain of the cluster's)."""
+    chains = {table: list(names) for table, names in kept.chains.items()}
+    for table, names in now.chains.items():
+        others = [c for c in names if not OWNED_CHAIN.match(c)]
+        chains[table] = sorted({*chains.get(table, []), *others})
+    tables = set(kept.tables) | {
+        t for t, names in now.chains.items() if not any(OWNED_CHAIN.match(c) for c in names)
+    }
+    return HostRecord(
+        sysctls={**now.sysctls, **kept.sysctls},
+        chains=chains,
+        dirs={**now.dirs, **kept.dirs},
+        cgroups={**now.cgroups, **kept.cgroups},
+        tables=sorted(tables),
+    )
 
 
 def kubepods_cgroups() -> list[Path]:
@@ -286,12 +310,26 @@ def hermetic_reject_count(s: ClusterSettings) -> int:
 # -- down ---------------------------------------------------------------------------------------
 
 
-def teardown_network(s: ClusterSettings, record: HostRecord) -> list[str]:
-    """Remove chains/rules that appeared since up, the route and the bridge. Returns notes."""
-    notes = []
+@dataclass
+class Notes:
+    """What `down` says besides its progress: `failures`, something of the cluster's it
+    could not remove (down exits non-zero and keeps the host record); `info`, something
+    it left because it is not the cluster's (down exits 0)."""
+
+    failures: list[str] = field(default_factory=list)
+    info: list[str] = field(default_factory=list)
+
+    def add(self, other: Notes) -> None:
+        self.failures += other.failures
+        self.info += other.info
+
+
+def teardown_network(s: ClusterSettings, record: HostRecord) -> Notes:
+    """Remove chains/rules that appeared since up, the route and the bridge."""
+    notes = Notes()
     for family in FAMILIES:
-        notes += _remove_rules(family, record)
-        notes += _remove_new_empty_tables(family, record)
+        notes.failures += _remove_rules(family, record)
+        notes.add(_remove_new_tables(family, record))
     with contextlib.suppress(ServiceError):
         run(["ip", "route", "del", "unreachable", str(s.pod_cidr)])
     with contextlib.suppress(ServiceError):
@@ -330,22 +368,65 @@ def _remove_rules(family: str, record: HostRecord) -> list[str]:
     return notes
 
 
-def _remove_new_empty_tables(family: str, record: HostRecord) -> list[str]:
-    """Tables the kubelet or kube-proxy made appear (iptables-nft creates them on first use):
-    deleted when nothing but empty, accept-all built-in chains is left in them."""
-    notes = []
+# Chain name prefixes of programs that make iptables tables of their own, for saying whose
+# a table that appeared during the cluster's life is.
+KNOWN_OWNERS = (
+    ("NETAVARK", "podman's netavark"),
+    ("DOCKER", "Docker"),
+    ("f2b-", "fail2ban"),
+    ("ufw-", "ufw"),
+    ("LIBVIRT", "libvirt"),
+)
+
+
+def _remove_new_tables(family: str, record: HostRecord) -> Notes:
+    """Tables that appeared during the cluster's life (iptables-nft creates one on first
+    use). Once the cluster's chains and rules are gone (`_remove_rules`), a table left with
+    nothing but empty, accept-all built-in chains was made for the cluster (the kubelet,
+    kube-proxy, up): it is deleted. A table still holding chains or rules was made or
+    filled by another program too (podman's netavark, when images are built while the
+    cluster runs): it is left, and said whose, as information; unless what is left in it
+    is the cluster's, which is a failure."""
+    notes = Notes()
     nft_family = "ip" if family == "iptables" else "ip6"
     for table, lines in save_rules(family).items():
         if f"{family}:{table}" in record.tables:
             continue
-        empty = all(ln.startswith(":") and ln.split()[1] == "ACCEPT" for ln in lines)
-        if not empty or shutil.which("nft") is None:
-            notes.append(f"{family} table {table} appeared during the cluster's life; left")
+        declared = [ln[1:].split() for ln in lines if ln.startswith(":")]  # name, policy
+        chains = [d[0] for d in declared if d[1] == "-"]  # a program's, not built-in ones
+        rules = [ln for ln in lines if ln.startswith("-A ")]
+        ours = [c for c in chains if OWNED_CHAIN.match(c)] + [r for r in rules if MARK in r]
+        if ours:
+            notes.failures.append(
+                f"{family} table {table}: the cluster's {', '.join(ours[:5])} could not be removed"
+            )
+            continue
+        if rules or chains or any(d[1] != "ACCEPT" for d in declared):
+            owner = owner_of(chains)
+            notes.info.append(
+                f"{family} table {table} appeared while the cluster ran and holds {len(rules)} "
+                f"rule(s) of another program (chains: {', '.join(chains[:5]) or 'built-in'}"
+                f"{'; ' + owner if owner else ''}); left as it is"
+            )
+            continue
+        if shutil.which("nft") is None:
+            notes.failures.append(
+                f"{family} table {table}: made for the cluster and empty now, but without "
+                "`nft` it cannot be deleted"
+            )
             continue
         proc = subprocess.run(["nft", "delete", "table", nft_family, table], capture_output=True)
         if proc.returncode != 0:
-            notes.append(f"nft delete table {nft_family} {table}: {proc.stderr.decode()}")
+            notes.failures.append(
+                f"nft delete table {nft_family} {table}: {proc.stderr.decode().strip()}"
+            )
     return notes
+
+
+def owner_of(chains: list[str]) -> str:
+    """Whose these chains are, when a known program's prefix says so ("" when none does)."""
+    names = sorted({who for c in chains for prefix, who in KNOWN_OWNERS if c.startswith(prefix)})
+    return ", ".join(names)
 
 
 def restore_sysctls(record: HostRecord) -> None:

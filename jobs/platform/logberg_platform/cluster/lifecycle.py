@@ -243,7 +243,13 @@ def up(s: ClusterSettings, log: Log = print, make_base: Callable[[], str] | None
     b = required_binaries(s.tools)
     comps = components(s)
     argv = commands(s, b)
-    host.record_host(s)
+    _, merged = host.record_host(s)
+    if merged:
+        log(
+            f"host record: {s.host_record} was kept by a `down` that left something of the "
+            "cluster's; merged with the host as it is now (tables and chains other programs "
+            "made since are the host's)"
+        )
     if ensure_pki(s):
         log(f"certificates: made in {s.pki}")
     write_kubeconfigs(s)
@@ -315,7 +321,8 @@ def _containerd_ok(s: ClusterSettings) -> bool:
 
 
 def down(s: ClusterSettings, log: Log = print, purge: bool = False) -> list[str]:
-    """Stop everything up started and undo its host changes. Returns notes of leftovers."""
+    """Stop everything up started and undo its host changes. Returns what of the cluster's
+    it could not remove (empty: everything; what it left of other programs is only said)."""
     if os.geteuid() != 0:
         raise ConfigError("the local cluster needs root to stop (it changed iptables/sysctls)")
     b = cached_binaries(s.tools)
@@ -343,28 +350,49 @@ def down(s: ClusterSettings, log: Log = print, purge: bool = False) -> list[str]
     for name in ("kube-apiserver", "etcd"):
         if comps[name].stop():
             log(f"{name}: stopped")
-    notes = []
-    leftovers = processes_with(str(s.home) + "/")
-    notes += [f"process {pid} still runs: {cmd[:120]}" for pid, cmd in leftovers]
+    notes = host.Notes()
+    for pid, cmd in processes_with(str(s.home) + "/"):
+        if is_client(cmd, s):  # kubectl, helm, `logberg k8s`: not the cluster's
+            notes.info.append(
+                f"client process {pid} still runs, with the cluster's kubeconfig: {cmd[:120]}; left"
+            )
+        else:
+            notes.failures.append(f"process {pid} still runs: {cmd[:120]}")
     unmounted = host.unmount_under(s.home)
     if unmounted:
         log(f"unmounted {unmounted} mounts under {s.home}")
     if record is not None:
-        notes += host.teardown_network(s, record)
+        notes.add(host.teardown_network(s, record))
         host.restore_sysctls(record)
-        notes += host.remove_cgroups(record)
-        notes += host.clean_host_dirs(s, record)
-        if not notes:  # else kept: a second `down` retries what is left
+        notes.failures += host.remove_cgroups(record)
+        notes.failures += host.clean_host_dirs(s, record)
+        if not notes.failures:  # else kept: a second `down` retries what is left
             s.host_record.unlink()
     # Per-run state: pod IP leases and the runtime's state folder.
     shutil.rmtree(s.home / "cni" / "ipam", ignore_errors=True)
     shutil.rmtree(s.containerd_state, ignore_errors=True)
-    for note in notes:
-        log(f"warning: {note}")
-    log("cluster down: processes stopped, host network, sysctls and mounts restored")
+    for note in notes.info:
+        log(f"note: {note}")
+    for note in notes.failures:
+        log(f"error: {note}")
+    if notes.failures:
+        log(
+            f"cluster down: {len(notes.failures)} thing(s) of the cluster's left (above); "
+            f"the host record stays in {s.host_record} for the next `down`"
+        )
+    else:
+        log("cluster down: processes stopped, host network, sysctls and mounts restored")
     if purge:
         _purge(s, log)
-    return notes
+    return notes.failures
+
+
+def is_client(cmd: str, s: ClusterSettings) -> bool:
+    """A command line that names the cluster's home only in its kubeconfig (a client the
+    user runs: kubectl, helm, `logberg k8s ...`), not a process of the cluster's."""
+    kubeconfig = str(s.kubeconfig)
+    rest = cmd.replace(f"--kubeconfig={kubeconfig}", "").replace(f"--kubeconfig {kubeconfig}", "")
+    return rest != cmd and str(s.home) + "/" not in rest
 
 
 def _drain_pods(s: ClusterSettings, b: Binaries, comps: dict[str, Supervised], log: Log) -> None:
