@@ -157,7 +157,7 @@ clean: down ## remove local state (.logberg); keeps .venv and .tools
 # ------------------------------------------------------------------ tests and lint
 .PHONY: test
 test: setup tools checkov browser prometheus test-images eks-minio ## the whole test suite (unit, integration, static, containers), as CI runs it
-	$(BIN)/pytest --durations=15 $(PYTEST_ARGS)
+	$(BIN)/pytest --durations=25 $(PYTEST_ARGS)
 
 .PHONY: test-fast
 test-fast: ## pure transforms on one local SparkSession: no service starts, no multi-process runs

@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
@@ -43,6 +44,18 @@ HOME_ENV = (
     "LOGBERG_S3_ENDPOINT",
     "LOGBERG_LANDING",
 )
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    from tests.helpers import timing
+
+    timing.record(report)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    from tests.helpers import timing
+
+    timing.summary(lambda text, **kw: terminalreporter.write_line(text, **kw))
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
