@@ -216,6 +216,7 @@ def deployed() -> Iterator[Deployed]:
     try:
         yield d
     finally:
+        d.close()  # its spark-sql shell in the toolbox
         services.close()
         if brought_up and not KEEP:
             _post_mortem(d)

@@ -19,6 +19,7 @@ as a fresh one.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import os
@@ -27,7 +28,10 @@ import secrets
 import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -316,6 +320,70 @@ def deploy_why_not() -> str | None:
     return None
 
 
+ECHO = re.compile(r"^spark-sql \([^)]*\)> ")
+
+
+class SqlShell:
+    """One spark-sql in the toolbox pod (`kubectl exec -i`), fed statements on its stdin: a
+    spark-sql per statement would start a JVM in the pod for each check, about half a
+    minute on two cores. After each statement the shell selects a marker; the rows are
+    what it printed before the marker. A statement Spark rejects is an AssertionError with
+    spark-sql's message, as a failed `spark-sql -e` was. Statements go on one line each
+    (spark-sql echoes its input after its prompt; those lines are not rows)."""
+
+    def __init__(self, d: Deployed) -> None:
+        self.err = tempfile.TemporaryFile("w+")  # noqa: SIM115 (closed by close())
+        self.proc = subprocess.Popen(
+            [d.kubectl_bin, f"--kubeconfig={d.home / 'kubeconfig'}", "-n", NS, "exec", "-i",
+             "deploy/logberg-toolbox", "--", "spark-sql", "-S"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, text=True,
+        )  # fmt: skip
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def run(self, statement: str, timeout: float = 600) -> list[list[str]]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        marker = f"logberg-end-{uuid.uuid4().hex}"
+        start = self.err.seek(0, os.SEEK_END)
+        one_line = " ".join(statement.strip().rstrip(";").splitlines())
+        self.proc.stdin.write(f"{one_line};\nSELECT '{marker}';\n")
+        self.proc.stdin.flush()
+        timer = threading.Timer(timeout, self.proc.kill)
+        timer.start()
+        rows: list[list[str]] = []
+        try:
+            for line in self.proc.stdout:
+                if line.strip() == marker:
+                    break
+                if line.strip() and not ECHO.match(line):  # its prompt, echoing the input
+                    rows.append(line.rstrip("\n").split("\t"))
+            else:
+                raise BrokenPipeError(f"spark-sql in the toolbox ended: {self._err(0)}")
+        finally:
+            timer.cancel()
+        said = self._err(start)
+        failed = [ln for ln in said.splitlines() if re.match(r"^(\[[A-Z_.]+\]|Error\b)", ln)]
+        assert not failed, f"spark-sql: {statement.strip()[:200]}\n{said[-3000:]}"
+        return rows
+
+    def _err(self, start: int) -> str:
+        self.err.seek(start)
+        return self.err.read()
+
+    def close(self) -> None:
+        if self.alive():
+            assert self.proc.stdin is not None
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.err.close()
+
+
 @dataclass
 class Deployed:
     home: Path
@@ -324,6 +392,7 @@ class Deployed:
     values: Path
     outputs: dict[str, str] = field(default_factory=dict)
     gateway: str = ""  # the Pushgateway the release's jobs push to (conftest's)
+    shell: SqlShell | None = field(default=None, repr=False)
 
     @property
     def make_vars(self) -> list[str]:
@@ -399,8 +468,20 @@ class Deployed:
 
     # -- SQL through spark-sql in the cluster (the toolbox pod) ---------------------------
     def sql(self, statement: str) -> list[list[str]]:
-        out = self.k("exec", "deploy/logberg-toolbox", "--", "spark-sql", "-S", "-e", statement)
-        return [line.split("\t") for line in out.splitlines() if line.strip()]
+        """Rows of `statement`, by spark-sql in the toolbox: one spark-sql for the session
+        (`SqlShell`), started again when its pod went (an upgrade rolls the toolbox)."""
+        if self.shell is None or not self.shell.alive():
+            self.shell = SqlShell(self)
+        try:
+            return self.shell.run(statement)
+        except BrokenPipeError:  # the pod went between two statements
+            self.shell = SqlShell(self)
+            return self.shell.run(statement)
+
+    def close(self) -> None:
+        if self.shell is not None:
+            self.shell.close()
+            self.shell = None
 
     # -- the dev S3 server, from this machine through its ClusterIP -----------------------
     def s3(self) -> Any:

@@ -137,23 +137,26 @@ def load(
 ) -> None:
     """Import podman images into containerd (skipping those it already has). `also_as(ref)`
     names further references for the same image (`ctr images tag --force`), e.g. the
-    docker.io/library/<ref> a pod's `image: <ref>` resolves to."""
+    docker.io/library/<ref> a pod's `image: <ref>` resolves to. The missing images go in
+    one archive: the layers they share (the Spark image under the operator's) are written,
+    read and unpacked once."""
+    full = {ref: ref if "/" in ref.split(":")[0] else f"localhost/{ref}" for ref in refs}
+    missing = [f for f in full.values() if not containerd_has(socket, f)]
     for ref in refs:
-        full = ref if "/" in ref.split(":")[0] else f"localhost/{ref}"
-        aliases = also_as(ref) if also_as else []
-        if containerd_has(socket, full):
-            log(f"image {full}: already in the node")
-            for alias in aliases:
-                ctr(socket, "images", "tag", "--force", full, alias)
-            continue
-        if not podman_has(full):
-            raise ConfigError(f"image {ref} not found in podman (podman images)")
+        if full[ref] not in missing:
+            log(f"image {full[ref]}: already in the node")
+    for f in missing:
+        if not podman_has(f):
+            raise ConfigError(f"image {f} not found in podman (podman images)")
+    if missing:
         with tempfile.TemporaryDirectory(prefix="logberg-load-") as tmp:
-            archive = Path(tmp) / "image.tar"
-            run(["podman", "save", "--format", "docker-archive", "-o", str(archive), full], 900)
-            log(f"image {full}: importing into containerd")
+            archive = Path(tmp) / "images.tar"
+            save = ["podman", "save", "--multi-image-archive", "--format", "docker-archive"]
+            run([*save, "-o", str(archive), *missing], 900)
+            log(f"images {' '.join(missing)}: importing into containerd")
             ctr(socket, "images", "import", str(archive), timeout=900)
-        if not containerd_has(socket, full):
-            raise ServiceError(f"ctr images import did not register {full}")
-        for alias in aliases:
-            ctr(socket, "images", "tag", "--force", full, alias)
+    for ref in refs:
+        if not containerd_has(socket, full[ref]):
+            raise ServiceError(f"ctr images import did not register {full[ref]}")
+        for alias in also_as(ref) if also_as else []:
+            ctr(socket, "images", "tag", "--force", full[ref], alias)
