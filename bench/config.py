@@ -6,7 +6,7 @@ BENCH_SCALE    full (default) | small: tiny datasets, for a smoke run of the who
 BENCH_REPEATS  repetitions per figure (default 3 at full scale, 1 at small and large); median
 BENCH_GZIP     1 = gzip the generated logs (default 0: plain .log for both tools)
 BENCH_SKIP     comma list of sections to skip: generator, duckdb, goaccess, ingest, warm,
-               incremental, streaming, formats (at large scale: warm, cold)
+               incremental, streaming, formats, kafka (at large scale: warm, cold)
 BENCH_LARGE_LINES  the large dataset's line count (default 50,000,000; 100 files), to try the
                large run at a smaller size
 BENCH_RESULTS  where to write the JSON (default bench/results/latest.json)

@@ -601,10 +601,11 @@ def main() -> int:
     res["incremental"] = None
     res["streaming"] = None
     res["warm"] = None
+    res["kafka"] = None
     lh = Lakehouse()
     failed: BaseException | None = None
     try:
-        if not {"ingest", "warm", "incremental", "streaming", "formats"} <= SKIP:
+        if not {"ingest", "warm", "incremental", "streaming", "formats", "kafka"} <= SKIP:
             took = lh.up()
             log(f"metastore up on port {lh.port} ({took:.1f}s), home {lh.home}")
             if "streaming" not in SKIP and lh.has_follow():
@@ -616,6 +617,11 @@ def main() -> int:
                 # analytics is timed after the 5M ingest only (the time budget of `make bench`)
                 for key in ("lines_1m", "lines_5m"):
                     res["logberg"][key] = bench_ingest(lh, ds[key], analytics=key == "lines_5m")
+            if "kafka" not in SKIP:  # after the cold ingest: its file ingest is the bar
+                from bench.kafka import bench_kafka
+
+                cold = res["logberg"].get("lines_5m", {}).get("ingest_wall_s")
+                res["kafka"] = bench_kafka(lh, ds["lines_5m"], cold)
             if "warm" not in SKIP:  # the Spark Connect server runs in this section only
                 res["warm"] = warm.bench_warm(lh, ds["lines_5m"])
             if "incremental" not in SKIP:
@@ -703,6 +709,7 @@ def main() -> int:
         }
     )
     res.update(warm.summary(res["warm"], d5, main_ds.lines))
+    res.update({k: v for k, v in (res["kafka"] or {}).items() if k.startswith("kafka_")})
     if failed is None and res["warm_errors"]:
         failed = RuntimeError(
             f"warm: commands failed on the Spark Connect server: {res['warm_errors']}"

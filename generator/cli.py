@@ -43,7 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
     add("--start-date", default="2025-01-01", metavar="YYYY-MM-DD", help="UTC; default 2025-01-01")
     add("--end-date", metavar="YYYY-MM-DD", help="inclusive; default: the start date")
     add("--app", default="nginx", help=f"log source: {', '.join(APPS)}")
-    add("--output", metavar="URI", help="file:///abs/dir or s3://bucket/prefix")
+    add(
+        "--output",
+        metavar="URI",
+        help="file:///abs/dir, s3://bucket/prefix, or kafka://HOST:PORT/TOPIC (each line a "
+        "message; no HOST:PORT: LOGBERG_KAFKA_BOOTSTRAP)",
+    )
     add("--bucket", help="shorthand for --output s3://BUCKET")
     add("--endpoint-url", metavar="URL", help="S3-compatible endpoint, e.g. http://127.0.0.1:9878")
     add("--seed", type=int, metavar="INT", help="random seed (default: random, see manifest)")
@@ -52,6 +57,19 @@ def build_parser() -> argparse.ArgumentParser:
     add("--format", default="combined", help=f"{' or '.join(FORMATS)} (default combined)")
     add("--tz", default="+0000", metavar="+HHMM", help="offset in $time_local (default +0000)")
     add("--clients", type=int, default=5000, metavar="N", help="distinct clients (default 5000)")
+    add(
+        "--message",
+        default="raw",
+        choices=("raw", "json"),
+        help="kafka://: the line as the value (raw, default), or Fluent Bit's JSON envelope "
+        "({log, host, file, offset}: the offset is the line's number in its file)",
+    )
+    add("--partitions", type=int, default=4, metavar="N", help="kafka://: a new topic's (4)")
+    add(
+        "--manifest-to",
+        metavar="URI",
+        help="kafka://: where the manifest goes (file:///abs/dir or s3://bucket/prefix)",
+    )
     add("--quiet", action="store_true", help="no progress bar or summary")
     add("--version", action="version", version=f"%(prog)s {__version__}")
     return p
@@ -76,19 +94,30 @@ def parse_config(argv: Sequence[str]) -> Config:
         tz=a.tz,
         clients=a.clients,
         quiet=a.quiet,
+        message=a.message,
+        partitions=a.partitions,
+        manifest_to=parse_output(a.manifest_to, None) if a.manifest_to else None,
     )
 
 
 def _preflight(cfg: Config) -> None:
     """Fail before writing anything if the destination cannot take the files."""
-    if cfg.output.path is not None:
-        check_writable(cfg.output.path)
-        return
-    from generator.sinks import check_bucket
+    for out in (cfg.output, cfg.manifest_to):
+        if out is None:
+            continue
+        if out.path is not None:
+            check_writable(out.path)
+            continue
+        if out.kafka is not None:
+            from generator.kafka_sink import check_brokers
 
-    problem = check_bucket(cfg.endpoint_url, cfg.output.bucket)
-    if problem:
-        raise UsageError(problem)
+            problem = check_brokers(out.kafka)
+        else:
+            from generator.sinks import check_bucket
+
+            problem = check_bucket(cfg.endpoint_url, out.bucket)
+        if problem:
+            raise UsageError(problem)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -25,23 +25,59 @@ class UsageError(ValueError):
     """A bad argument; the CLI prints `generate: error: <message>` and exits 2."""
 
 
+_KAFKA = re.compile(r"^kafka://([^/]*)/([a-zA-Z0-9._-]{1,249})$")
+_HOST_PORT = re.compile(r"^[A-Za-z0-9.\-\[\]:]+:\d{1,5}$")
+KAFKA_BOOTSTRAP_ENV = "LOGBERG_KAFKA_BOOTSTRAP"
+MESSAGES = ("raw", "json")
+
+
+@dataclass(frozen=True)
+class KafkaTarget:
+    """A topic: its brokers (`host:port,...`) and its name."""
+
+    bootstrap: str
+    topic: str
+
+    @property
+    def uri(self) -> str:
+        return f"kafka://{self.bootstrap}/{self.topic}"
+
+
 @dataclass(frozen=True)
 class Output:
-    """Either a local directory (`path`) or an S3 bucket and key prefix."""
+    """A local directory (`path`), an S3 bucket and key prefix, or a Kafka topic."""
 
     path: Path | None = None
     bucket: str = ""
     prefix: str = ""
+    kafka: KafkaTarget | None = None
 
     @property
     def is_s3(self) -> bool:
-        return self.path is None
+        return self.path is None and self.kafka is None
 
     @property
     def uri(self) -> str:
         if self.path is not None:
             return self.path.as_uri()
+        if self.kafka is not None:
+            return self.kafka.uri
         return f"s3://{self.bucket}/{self.prefix}".rstrip("/")
+
+
+def parse_kafka(output: str) -> KafkaTarget:
+    """`kafka://HOST:PORT[,...]/TOPIC`; no HOST:PORT: LOGBERG_KAFKA_BOOTSTRAP's brokers."""
+    m = _KAFKA.match(output)
+    if not m:
+        raise UsageError(f"--output {output!r}: expected kafka://HOST:PORT/TOPIC")
+    hosts = m[1] or os.environ.get(KAFKA_BOOTSTRAP_ENV, "").strip()
+    if not hosts:
+        raise UsageError(
+            f"--output {output!r} names no broker and {KAFKA_BOOTSTRAP_ENV} is not set"
+        )
+    if not all(_HOST_PORT.match(h) for h in hosts.split(",")):
+        raise UsageError(f"--output {output!r}: brokers are HOST:PORT[,HOST:PORT...]")
+    return KafkaTarget(hosts, m[2])
 
 
 def parse_output(output: str | None, bucket: str | None) -> Output:
@@ -51,6 +87,8 @@ def parse_output(output: str | None, bucket: str | None) -> Output:
         return Output(bucket=check_bucket_name(bucket))
     if not output:
         raise UsageError("an output is required: --output file:///abs/dir | s3://bucket/prefix")
+    if output.startswith("kafka:"):
+        return Output(kafka=parse_kafka(output))
     u = urlparse(output)
     if u.scheme == "s3":
         return Output(bucket=check_bucket_name(u.netloc), prefix=u.path.strip("/"))
@@ -59,7 +97,7 @@ def parse_output(output: str | None, bucket: str | None) -> Output:
             raise UsageError(f"--output {output!r}: expected file:///absolute/dir")
         return Output(path=Path(unquote(u.path)))
     if u.scheme:
-        raise UsageError(f"--output {output!r}: only file:// and s3:// are supported")
+        raise UsageError(f"--output {output!r}: only file://, s3:// and kafka:// are supported")
     return Output(path=Path(output).resolve())
 
 
@@ -112,6 +150,12 @@ class Config:
     tz: str
     clients: int
     quiet: bool = True
+    # A Kafka output: each line a message, `raw` or a `json` envelope (Fluent Bit's: the line
+    # in `log`, with `host`, `file` and `offset`); the topic's partitions when it is made;
+    # where the manifest goes (a directory or S3 prefix: a topic holds no manifest).
+    message: str = "raw"
+    partitions: int = 4
+    manifest_to: Output | None = None
 
     def __post_init__(self) -> None:
         if self.num_files < 1:
@@ -134,8 +178,22 @@ class Config:
         if self.fmt not in FORMATS:
             raise UsageError(f"--format {self.fmt!r}: expected one of {', '.join(FORMATS)}")
         parse_tz(self.tz)
-        if self.endpoint_url and not self.output.is_s3:
-            raise UsageError("--endpoint-url needs an s3:// output or --bucket")
+        to_s3 = self.output.is_s3 or (self.manifest_to is not None and self.manifest_to.is_s3)
+        if self.endpoint_url and not to_s3:
+            raise UsageError("--endpoint-url needs an s3:// output (or --manifest-to) or --bucket")
+        if self.output.kafka is None:
+            if self.manifest_to is not None or self.message != "raw":
+                raise UsageError("--manifest-to and --message are for a kafka:// output")
+            return
+        if self.manifest_to is None or self.manifest_to.kafka is not None:
+            raise UsageError(
+                "--output kafka://... needs --manifest-to file:///abs/dir or s3://bucket/prefix "
+                "(where the manifest, the ground truth, goes)"
+            )
+        if self.message not in MESSAGES:
+            raise UsageError(f"--message {self.message!r}: expected raw or json")
+        if not 1 <= self.partitions <= 1024:
+            raise UsageError(f"--partitions must be within 1..1024 (got {self.partitions})")
 
     @property
     def tz_offset(self) -> int:
@@ -158,11 +216,14 @@ class Config:
         }
 
     def args(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             **self.data_args(),
             "output": self.output.uri,
             "endpoint_url": self.endpoint_url,
         }
+        if self.output.kafka is not None:
+            out["message"] = self.message
+        return out
 
     @property
     def run_id(self) -> str:

@@ -275,7 +275,7 @@ class Generator:
         ]
         manifest = self.manifest(files, dest.root_uri)
         rel = f"{RAW_PREFIX}/_manifests/{self.run_id}.json"
-        manifest["manifest"] = {"path": rel, "uri": f"{dest.root_uri}/{rel}"}
+        manifest["manifest"] = {"path": rel, "uri": f"{dest.manifest_root}/{rel}"}
         dest.put_last(rel, (json.dumps(manifest, indent=1) + "\n").encode())
         return manifest
 
@@ -316,9 +316,15 @@ class Generator:
         return {"timing": timing}
 
 
-def destination(out: Output, endpoint_url: str | None) -> Destination:
+def destination(out: Output, endpoint_url: str | None, cfg: Config | None = None) -> Destination:
     if out.path is not None:
         return LocalDestination(out.path)
+    if out.kafka is not None:
+        from generator.kafka_sink import KafkaDestination
+
+        assert cfg is not None and cfg.manifest_to is not None  # Config checks it
+        manifests = destination(cfg.manifest_to, endpoint_url)
+        return KafkaDestination(out.kafka, cfg.message, cfg.partitions, manifests)
     return S3Destination(s3_client(endpoint_url), out.bucket, out.prefix)
 
 
@@ -326,7 +332,7 @@ def generate(cfg: Config, progress: Progress | None = None) -> dict[str, Any]:
     """Write all files of the run, then the manifest (only if every file made it)."""
     prog = progress or Progress(cfg.num_files * cfg.lines_per_file, enabled=False)
     gen = Generator(cfg)
-    dest = destination(cfg.output, cfg.endpoint_url)
+    dest = destination(cfg.output, cfg.endpoint_url, cfg)
     ok = False
     try:
         manifest = gen.run(dest, prog)

@@ -40,6 +40,35 @@ class KubePins:
 
 
 @dataclass(frozen=True)
+class KafkaPins:
+    """The [kafka] section of versions.toml: the broker, and Spark's Kafka source."""
+
+    version: str
+    log4j: str
+    spark_connector: str
+    spark_token_provider: str
+    clients: str
+    commons_pool2: str
+
+    def broker_artifacts(self) -> list[str]:
+        """The broker (and its tools), with their dependencies."""
+        return [
+            f"org.apache.kafka:kafka_2.13:{self.version}",
+            f"org.apache.kafka:kafka-tools:{self.version}",
+            f"org.apache.logging.log4j:log4j-slf4j-impl:{self.log4j}",
+        ]
+
+    def spark_artifacts(self, scala: str) -> list[str]:
+        """Spark's Kafka source: these jars alone (PySpark has the rest of their tree)."""
+        return [
+            f"org.apache.spark:spark-sql-kafka-0-10_{scala}:{self.spark_connector}",
+            f"org.apache.spark:spark-token-provider-kafka-0-10_{scala}:{self.spark_token_provider}",
+            f"org.apache.kafka:kafka-clients:{self.clients}",
+            f"org.apache.commons:commons-pool2:{self.commons_pool2}",
+        ]
+
+
+@dataclass(frozen=True)
 class Pins:
     spark: str
     scala: str
@@ -55,6 +84,7 @@ class Pins:
     kubectl_wheel: str
     kind_node_image: str
     kube: KubePins
+    kafka: KafkaPins
     base_name: str  # "debian:bookworm-slim": what a base made locally with debootstrap is named
     base_digest: str  # the pinned multi-arch index of that release
 
@@ -100,6 +130,7 @@ def pins() -> Pins:
             cni_plugins=raw["kubernetes"]["cni_plugins"],
             kind_node_image=raw["kubernetes"]["kind_node_image"],
         ),
+        kafka=KafkaPins(**raw["kafka"]),
         base_name=raw["base"]["image"],
         base_digest=raw["base"]["digest"],
     )

@@ -85,6 +85,21 @@ STALE_TEXT = (
     "The gold tables are stale (or no analytics run has ever pushed its metrics). Check the "
     "analytics ScheduledSparkApplication."
 )
+KAFKA_TEXT = (
+    "The lakehouse is more than 10000 messages behind the topic and the lag rose over 10m. "
+    "Check the streaming ingest SparkApplication (ingest --from) and its logberg_kafka_batch_* "
+    "figures."
+)
+
+
+def kafka_lag(instance: str, topic: str, partition: str, values: str) -> dict[str, str]:
+    labels = f'job="logberg_kafka_ingest",instance="{instance}",topic="{topic}"'
+    return {
+        "series": f'logberg_kafka_consumer_lag{{{labels},partition="{partition}"}}',
+        "values": values,
+    }
+
+
 # Each case: input series, then (eval time, alert, expected alerts) checks. Instance `a`
 # crosses the threshold, `b` does not; early eval times are before `for:` has passed.
 CASES: dict[str, dict[str, Any]] = {
@@ -193,6 +208,33 @@ CASES: dict[str, dict[str, Any]] = {
                         {"severity": "warning", "instance": "a"},
                         "No successful logberg analytics run for over 86400s",
                         STALE_TEXT,
+                    )
+                ],
+            },
+        ],
+    },
+    "kafka lag growing": {
+        "input_series": [
+            # Partitions 0 and 1 of topic t on instance a fall behind by 100 messages a minute
+            # each from 20m on (the stream stopped; the lag CronJob keeps pushing). Topic u is
+            # far behind but catching up; topic v grows, but stays under the threshold.
+            kafka_lag("a", "t", "0", "0x20 100+100x80"),
+            kafka_lag("a", "t", "1", "0x20 100+100x80"),
+            kafka_lag("a", "u", "0", "90000-100x80"),
+            kafka_lag("a", "v", "0", "0+10x80"),
+        ],
+        "alert_rule_test": [
+            {"eval_time": "15m", "alertname": "LogbergKafkaLagGrowing", "exp_alerts": []},
+            # over 10000 from 71m on (2 x 100 x 51); pending for 10m
+            {"eval_time": "78m", "alertname": "LogbergKafkaLagGrowing", "exp_alerts": []},
+            {
+                "eval_time": "85m",
+                "alertname": "LogbergKafkaLagGrowing",
+                "exp_alerts": [
+                    fired(
+                        {"severity": "warning", "instance": "a", "topic": "t"},
+                        "logberg is 13000 messages behind topic t, and falling further behind",
+                        KAFKA_TEXT,
                     )
                 ],
             },

@@ -1303,6 +1303,7 @@ def test_monitoring_variant_pushes_and_scrapes_the_drivers() -> None:
         "LogbergRejectShare",
         "LogbergSparkApplicationFailed",
         "LogbergAnalyticsStale",
+        "LogbergKafkaLagGrowing",
     }
     default = variant_docs("logberg", "default")
     assert not by_kind(default, "PodMonitor") and not by_kind(default, "PrometheusRule")

@@ -484,6 +484,31 @@ def test_bad_outputs_exit_2(args: list[str], capsys: pytest.CaptureFixture[str])
     assert err.startswith("generate: error: ") and err.count("\n") == 1
 
 
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--output", "kafka://127.0.0.1:9/logs"], "needs --manifest-to"),
+        (
+            ["--output", "kafka:///logs", "--manifest-to", "file:///tmp/m"],
+            "LOGBERG_KAFKA_BOOTSTRAP",
+        ),
+        (["--output", "kafka://h:1/bad name", "--manifest-to", "file:///tmp/m"], "kafka://HOST"),
+        (["--output", "file:///tmp/x", "--message", "json"], "are for a kafka:// output"),
+        (
+            ["--output", "kafka://127.0.0.1:1/logs", "--manifest-to", "file:///tmp/m"],
+            "the Kafka brokers at 127.0.0.1:1 do not answer",
+        ),
+    ],
+)
+def test_a_wrong_kafka_output_exits_2_naming_it(
+    args: list[str], says: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("LOGBERG_KAFKA_BOOTSTRAP", raising=False)
+    assert main(["--quiet", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("generate: error: ") and says in err, err
+
+
 def test_an_unwritable_output_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")

@@ -6,8 +6,23 @@ from logberg.cli.command import Command
 
 
 def run(args: list[str]) -> int:
-    from generator.cli import main
+    import os
 
+    from generator.cli import main
+    from generator.config import KAFKA_BOOTSTRAP_ENV
+
+    # `--output kafka:///TOPIC` names no broker: LOGBERG_KAFKA_BOOTSTRAP, else this
+    # environment's broker (the local platform's, when it runs).
+    if any(a.startswith("kafka:///") for a in args) and not os.environ.get(KAFKA_BOOTSTRAP_ENV):
+        from logberg.errors import ConfigError
+        from logberg.lakehouse import environment
+
+        try:
+            found = environment.current().kafka_bootstrap()
+        except ConfigError:
+            found = None
+        if found:
+            os.environ[KAFKA_BOOTSTRAP_ENV] = found
     return main(args)
 
 

@@ -6,6 +6,7 @@ import argparse
 import datetime as dt
 from typing import TYPE_CHECKING
 
+from logberg.cli import kafka_source
 from logberg.cli.command import Command, config_from
 from logberg.cli.spark import default_landing, session
 from logberg.errors import ConfigError
@@ -72,17 +73,27 @@ def arguments(p: argparse.ArgumentParser) -> None:
 
 
 def follow_arguments(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("continuous ingest (--follow)")
+    g = p.add_argument_group("continuous ingest (--follow, --from)")
     g.add_argument("--follow", action="store_true", help="keep ingesting new files (streaming)")
     g.add_argument(
-        "--once", action="store_true", help="with --follow: ingest what is there now, then stop"
+        "--once",
+        action="store_true",
+        help="with --follow or --from: ingest what is there now, then stop",
     )
-    g.add_argument("--trigger-seconds", type=float, help="micro-batch interval (default 10)")
+    g.add_argument(
+        "--trigger-seconds",
+        type=float,
+        help="micro-batch interval (default 10; with --from 1)",
+    )
     g.add_argument("--max-files-per-trigger", type=int, help="files per micro-batch (default 100)")
     g.add_argument(
         "--max-bytes-per-trigger", type=int, help="input bytes per micro-batch (instead of files)"
     )
-    g.add_argument("--checkpoint", metavar="URI", help="default <warehouse>/_checkpoints/ingest")
+    g.add_argument(
+        "--checkpoint",
+        metavar="URI",
+        help="default <warehouse>/_checkpoints/ingest (with --from: .../kafka/TOPIC)",
+    )
     g.add_argument(
         "--analytics-every",
         type=int,
@@ -139,6 +150,8 @@ def run(a: argparse.Namespace) -> int:
     from logberg.pipeline import metrics
     from logberg.pipeline.ingest.batch import ingest
 
+    if a.source is not None:
+        return kafka_source.run(a)
     cfg = ingest_config(a, follow_config(a))
     if a.dry_run and cfg.follow is not None:
         raise ConfigError("--dry-run lists what a batch ingest would read: not with --follow")
@@ -206,9 +219,11 @@ def all_arguments(p: argparse.ArgumentParser) -> None:
         "--dry-run",
         action="store_true",
         help="list the files an ingest would read now (new, or changed since their last "
-        "ingest) and ingest nothing; with LOGBERG_PUSHGATEWAY, push them as the pending gauges",
+        "ingest; with --from: the messages behind, per partition) and ingest nothing; with "
+        "LOGBERG_PUSHGATEWAY, push that as the pending (or lag) gauges",
     )
     follow_arguments(p)
+    kafka_source.arguments(p)
 
 
 COMMAND = Command(

@@ -49,6 +49,10 @@ class Environment(Protocol):
 
     def default_landing(self) -> str: ...
 
+    def kafka_bootstrap(self) -> str | None:
+        """The Kafka broker a `kafka:///TOPIC` names when LOGBERG_KAFKA_BOOTSTRAP is unset."""
+        ...
+
 
 class ClusterEnvironment:
     """In a cluster: LOGBERG_* settings, Spark as submitted."""
@@ -83,6 +87,9 @@ class ClusterEnvironment:
         if not landing:
             raise ConfigError("--input: not given, and LOGBERG_LANDING is not set")
         return landing
+
+    def kafka_bootstrap(self) -> str | None:
+        return None  # LOGBERG_KAFKA_BOOTSTRAP only
 
 
 def in_cluster() -> bool:

@@ -244,6 +244,23 @@ STREAM_BATCHES = Table(
     properties=UNSHUFFLED,
 )
 
+# Ingest from a Kafka topic (`ingest --from kafka://...`): the offsets each micro-batch
+# committed, written after its rows; where the table ends in the topic, for a stream that
+# lost its checkpoint, and how far behind a stream is.
+KAFKA_OFFSETS = Table(
+    "kafka_offsets",
+    cols(
+        "topic STRING!, partition INT!, from_offset BIGINT!, until_offset BIGINT!, "
+        "query_id STRING!, batch_id BIGINT!, run_id STRING, checkpoint STRING, "
+        "messages BIGINT, accepted BIGINT, rejected BIGINT, duplicates BIGINT, "
+        "committed_at TIMESTAMP",
+        from_offset="the batch's first offset in the partition",
+        until_offset="one past the batch's last offset: where the next batch starts",
+        duplicates="messages whose source identity the table held already (not stored again)",
+    ),
+    properties=UNSHUFFLED,
+)
+
 # The tables ingest creates (and brings to today's properties) before it writes.
 INGEST_TABLES = (ACCESS_LOGS, REJECTS, LEDGER, INGEST_RUNS)
 
@@ -332,6 +349,7 @@ MAINTENANCE_RUNS = Table(
 ALL_TABLES = (
     *INGEST_TABLES,
     STREAM_BATCHES,
+    KAFKA_OFFSETS,
     DAILY_TOP_IPS,
     WEEKLY_TOP_IPS,
     DAILY_TOP_DEVICES,

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from logberg.pipeline.analytics import AnalyticsResult
     from logberg.pipeline.ingest.batch import IngestResult
     from logberg.pipeline.ingest.config import IngestConfig
+    from logberg.pipeline.kafka.job import KafkaBatchResult
 
 log = logging.getLogger(__name__)
 
@@ -216,14 +217,22 @@ def gateway() -> str | None:
     return url
 
 
-def push(url: str, job: str, metrics: Iterable[Metric], whole_group: bool = True) -> None:
-    """Replace the group `job` (and LOGBERG_METRICS_INSTANCE) on the gateway with `metrics`
-    (`whole_group` False: only the gauges of these names, the rest of the group stays); a
-    failure is logged, not raised (the run has committed)."""
+def push(
+    url: str,
+    job: str,
+    metrics: Iterable[Metric],
+    whole_group: bool = True,
+    group: Mapping[str, str] | None = None,
+) -> None:
+    """Replace the group `job` (and LOGBERG_METRICS_INSTANCE, and `group`'s labels) on the
+    gateway with `metrics` (`whole_group` False: only the gauges of these names, the rest of
+    the group stays); a failure is logged, not raised (the run has committed)."""
     where = f"{url}/metrics/job/{quote(job, safe='')}"
     instance = os.environ.get(INSTANCE_ENV)
     if instance:
         where += f"/instance/{quote(instance, safe='')}"
+    for k, v in (group or {}).items():
+        where += f"/{quote(k, safe='')}/{quote(v, safe='')}"
     body = exposition(metrics).encode()
     req = urllib.request.Request(
         where,
@@ -301,6 +310,76 @@ def push_pending(url: str | None, waiting: Sequence[float]) -> None:
     the last run's figures kept."""
     if url is not None:
         push(url, "logberg_ingest", pending_metrics(waiting), whole_group=False)
+
+
+def kafka_lag_metrics(behind: Mapping[int, int]) -> list[Metric]:
+    """How far the lakehouse is behind a topic: per partition, the messages after the last
+    committed batch's (the stream's, or `ingest --from ... --dry-run`'s listing)."""
+    return [
+        gauge(
+            "logberg_kafka_consumer_lag",
+            "Messages of the topic's partition not yet in the lakehouse (the partition's end "
+            "offset minus the last committed batch's end).",
+            *(({"partition": str(p)}, n) for p, n in sorted(behind.items())),
+        ),
+        gauge(
+            "logberg_kafka_lag_timestamp_seconds",
+            "When the consumer lag was measured (Unix time).",
+            ({}, time.time()),
+        ),
+    ]
+
+
+def kafka_metrics(result: KafkaBatchResult, now: float) -> list[Metric]:
+    """One Kafka micro-batch's figures, and the lag after it."""
+    return [
+        gauge(
+            "logberg_kafka_batch_messages",
+            "Messages of the last micro-batch, by result (accepted: stored now; duplicate: "
+            "its source identity was stored already; rejected: in access_logs_rejects).",
+            ({"result": "accepted"}, result.accepted),
+            ({"result": "duplicate"}, result.duplicates),
+            ({"result": "rejected"}, result.rejected),
+        ),
+        gauge("logberg_kafka_batch_bytes", "Bytes of the last micro-batch.", ({}, result.bytes)),
+        gauge(
+            "logberg_kafka_batch_step_seconds",
+            "Seconds each step of the last micro-batch took.",
+            *(({"step": s}, v) for s, v in result.seconds.items()),
+        ),
+        gauge(
+            "logberg_kafka_committed_offset",
+            "Per partition, the offset the next micro-batch starts at (the lakehouse's end).",
+            *(({"partition": str(p)}, u) for p, (_, u) in sorted(result.offsets.items())),
+        ),
+        *(kafka_lag_metrics(result.lag) if result.lag else ()),
+        gauge(
+            "logberg_kafka_last_batch_timestamp_seconds",
+            "When the last micro-batch committed (Unix time).",
+            ({}, now),
+        ),
+    ]
+
+
+def push_kafka(url: str | None, topic: str, result: KafkaBatchResult) -> None:
+    """A micro-batch's figures, in a group of the topic's own."""
+    if url is not None:
+        push(
+            url, "logberg_kafka_ingest", kafka_metrics(result, time.time()), group={"topic": topic}
+        )
+
+
+def push_kafka_lag(url: str | None, topic: str, behind: Mapping[int, int]) -> None:
+    """`ingest --from ... --dry-run`'s lag: the lag gauges of the topic's group, the rest
+    of the last batch's figures kept."""
+    if url is not None:
+        push(
+            url,
+            "logberg_kafka_ingest",
+            kafka_lag_metrics(behind),
+            whole_group=False,
+            group={"topic": topic},
+        )
 
 
 def push_analytics(url: str | None, spark: SparkSession, result: AnalyticsResult) -> None:

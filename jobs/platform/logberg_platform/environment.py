@@ -42,3 +42,10 @@ class LocalEnvironment:
 
     def default_landing(self) -> str:
         return self.settings.landing.as_uri()
+
+    def kafka_bootstrap(self) -> str | None:
+        """This home's Kafka broker (`logberg local up --kafka`), when it runs."""
+        from logberg_platform import kafka_broker
+
+        found = kafka_broker.served(self.settings)
+        return found.bootstrap if found else None

@@ -17,7 +17,14 @@ from logberg.lakehouse.connect import (
     spark_mode,
 )
 from logberg.lakehouse.session import JIT_OPTIONS, LakehouseConfig, SparkRuntime, build_session
-from logberg_platform import connect_server, history, metastore, s3server, setup_artifacts
+from logberg_platform import (
+    connect_server,
+    history,
+    kafka_broker,
+    metastore,
+    s3server,
+    setup_artifacts,
+)
 from logberg_platform.local_settings import LocalSettings, java_home
 from logberg_platform.supervisor import port_open
 
@@ -45,15 +52,22 @@ def _layout(s: LocalSettings) -> None:
 
 
 def up(
-    s: LocalSettings, with_s3: bool = False, with_connect: bool = True, with_history: bool = False
+    s: LocalSettings,
+    with_s3: bool = False,
+    with_connect: bool = True,
+    with_history: bool = False,
+    with_kafka: bool = False,
 ) -> list[str]:
     """Start what is not running yet; returns lines to print. `with_connect`: also the
     Spark Connect server (connect_server), once the metastore answers. `with_history`:
-    also Spark's History Server over this home's event logs (history)."""
+    also Spark's History Server over this home's event logs (history). `with_kafka`: also
+    a Kafka broker (kafka_broker)."""
     if with_connect:
         connect_server.check_port(s)  # a wrong port fails before anything starts
     if with_history:
         history.check_port(s)
+    if with_kafka:
+        kafka_broker.port(s)
     history.event_log_enabled()  # so does a wrong LOGBERG_EVENT_LOG
     _layout(s)
     lines = []
@@ -75,6 +89,8 @@ def up(
         lines.append(f"spark     {server.url}  (Spark Connect, warm)")
     if with_history:
         lines.append(f"history   {history.start(s).url}  (Spark History Server)")
+    if with_kafka:
+        lines.append(f"kafka     {kafka_broker.start(s).bootstrap}  (Kafka broker, KRaft)")
     lines.append(f"home      {s.home}")
     return lines
 
@@ -85,6 +101,8 @@ def down(s: LocalSettings) -> list[str]:
     lines = [f"{connect_server.service(s).name}: {'stopped' if was else 'was not running'}"]
     for svc in (history.service(s), metastore.service(s), s3server.service(s)):
         lines.append(f"{svc.name}: {'stopped' if svc.stop() else 'was not running'}")
+    was = kafka_broker.stop(s)
+    lines.append(f"{kafka_broker.service(s).name}: {'stopped' if was else 'was not running'}")
     return lines
 
 
@@ -115,6 +133,11 @@ def status(s: LocalSettings) -> list[Status]:
     where = found.url if found else f"port {history.port()}"
     running = found is not None and port_open(found.port)
     out.append(Status(hs.name, running, hs.pid(), where, str(hs.log_file)))
+    kb = kafka_broker.service(s)
+    broker = kafka_broker.served(s)
+    where = broker.bootstrap if broker else f"port {kafka_broker.port(s)}"
+    running = broker is not None and port_open(broker.port)
+    out.append(Status(kb.name, running, kb.pid(), where, str(kb.log_file)))
     return out
 
 

@@ -73,11 +73,11 @@ def agent_jars(tools: Path) -> list[Path]:
 
 
 def spark_jars(tools: Path) -> list[Path]:
-    """Jars a local Spark session adds to PySpark's own: Iceberg, S3A, ua-parser, logberg's
-    parser."""
-    found = sorted(jar_dir(tools, "spark").glob("*.jar")) + sorted(
-        jar_dir(tools, "s3").glob("*.jar")
-    )
+    """Jars a local Spark session adds to PySpark's own: Iceberg, S3A, Spark's Kafka source,
+    ua-parser, logberg's parser."""
+    found = [
+        j for group in ("spark", "s3", "kafka") for j in sorted(jar_dir(tools, group).glob("*.jar"))
+    ]
     if not found:
         raise ConfigError(
             f"no Iceberg/S3A jars under {tools / 'jars'} (LOGBERG_TOOLS): {SETUP_HINT}"
@@ -90,6 +90,16 @@ def spark_jars(tools: Path) -> list[Path]:
             "(it compiles jobs/logberg/java)"
         )
     return [*found, parser]
+
+
+def kafka_broker_classpath(tools: Path) -> list[Path]:
+    """The Kafka broker's jars (`logberg local up --kafka`), its own class path."""
+    found = sorted(jar_dir(tools, "kafka-broker").glob("*.jar"))
+    if not any(j.name.startswith("kafka_2.13-") for j in found):
+        raise ConfigError(
+            f"no Kafka broker under {jar_dir(tools, 'kafka-broker')} (LOGBERG_TOOLS): {SETUP_HINT}"
+        )
+    return found
 
 
 def metastore_classpath(tools: Path) -> list[Path]:

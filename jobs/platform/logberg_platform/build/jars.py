@@ -50,16 +50,32 @@ def groups(p: Pins) -> dict[str, list[str]]:
         ],
         "jdbc": [f"org.postgresql:postgresql:{p.postgresql_jdbc}"],
         "agents": [f"com.github.ua-parser:uap-java:{p.uap_java}"],
+        # Spark's Kafka source, beside PySpark's own jars (which have the rest of its tree).
+        "kafka": p.kafka.spark_artifacts(p.scala),
+        # The broker of `logberg local up --kafka`: a class path of its own (Kafka 4's
+        # clients, Scala and Jackson, not Spark's).
+        "kafka-broker": p.kafka.broker_artifacts(),
     }
 
 
-def _pom(artifacts: list[str]) -> str:
+# Groups whose artifacts bring their runtime trees; every other group is exactly its jars.
+TRANSITIVE = ("hadoop", "s3", "kafka-broker")
+
+
+def _pom(artifacts: list[str], transitive: bool = True) -> str:
+    """A project depending on `artifacts`; not `transitive`: on them alone (their own
+    dependencies excluded, so Maven never resolves them: spark-sql-kafka 4.1.3 names a
+    token provider of its own version that the repository does not serve)."""
+    alone = (
+        "<exclusions><exclusion><groupId>*</groupId><artifactId>*</artifactId>"
+        "</exclusion></exclusions>"
+    )
     deps = []
     for coord in artifacts:
         g, a, v = coord.split(":")
         deps.append(
             f"<dependency><groupId>{escape(g)}</groupId><artifactId>{escape(a)}</artifactId>"
-            f"<version>{escape(v)}</version></dependency>"
+            f"<version>{escape(v)}</version>{'' if transitive else alone}</dependency>"
         )
     return (
         '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
@@ -116,11 +132,12 @@ def resolve(settings: LocalSettings | None = None) -> Path:
         if stamp.is_file() and stamp.read_text() == want:
             continue
         with tempfile.TemporaryDirectory() as tmp:
-            Path(tmp, "pom.xml").write_text(_pom(artifacts))
-            staging = Path(tmp) / "out"
             # hadoop-aws and hadoop-common bring their runtime trees (hadoop-aws's own
-            # hadoop deps are 'provided'); the Iceberg runtime and the driver are self-contained.
-            transitive = group in ("hadoop", "s3")
+            # hadoop deps are 'provided'), as the broker does; the Iceberg runtime and the
+            # driver are self-contained, and Spark's Kafka source finds the rest in PySpark.
+            transitive = group in TRANSITIVE
+            Path(tmp, "pom.xml").write_text(_pom(artifacts, transitive))
+            staging = Path(tmp) / "out"
             _run_mvn(
                 mvn,
                 [

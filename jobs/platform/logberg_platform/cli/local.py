@@ -18,6 +18,7 @@ def up(a: argparse.Namespace) -> int:
                 with_s3=a.s3,
                 with_connect=a.connect,
                 with_history=a.history,
+                with_kafka=a.kafka,
             )
         )
     )
@@ -58,6 +59,12 @@ def arguments(p: argparse.ArgumentParser) -> None:
         "--history",
         action="store_true",
         help="also start Spark's History Server over this home's event logs (`logberg ui`)",
+    )
+    u.add_argument(
+        "--kafka",
+        action="store_true",
+        help="also start a Kafka broker (KRaft, on 127.0.0.1:LOGBERG_KAFKA_PORT, default 9092) "
+        "for `generate --output kafka://...` and `ingest --from kafka://...`",
     )
     action(sub, "down", down, "stop only what `up` started under this LOGBERG_HOME")
     action(sub, "status", status, "what runs where")

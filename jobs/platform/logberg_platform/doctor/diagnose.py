@@ -9,7 +9,7 @@ import os
 from logberg.cli import doctor as runtime_doctor
 from logberg.doctor.checks import diagnose as runtime_diagnose
 from logberg.doctor.checks import report
-from logberg.doctor.results import CheckResult, Status, failed
+from logberg.doctor.results import CheckResult, Status, failed, ok
 from logberg.errors import ConfigError
 from logberg_platform.doctor.database_checks import (
     check_database,
@@ -39,10 +39,41 @@ def diagnose(settings: LocalSettings | None = None, timeout: float = 10.0) -> li
         ("lock tables", lambda _: check_lock_tables(ctx)),
     ]
     try:
-        return runtime_diagnose(ctx, database)
+        return [*runtime_diagnose(ctx, database), *check_kafka(s, timeout)]
     finally:
         if ctx.db_conn is not None:
             ctx.db_conn.close()
+
+
+def check_kafka(s: LocalSettings, timeout: float) -> list[CheckResult]:
+    """The Kafka broker, when one is configured (LOGBERG_KAFKA_BOOTSTRAP, or this home's
+    broker runs): it answers a metadata request. No result when none is."""
+    from logberg.lakehouse.kafka import BOOTSTRAP_ENV, cluster_answers
+    from logberg_platform import kafka_broker
+
+    local = kafka_broker.served(s)
+    bootstrap = os.environ.get(BOOTSTRAP_ENV) or (local.bootstrap if local else None)
+    if bootstrap is None:
+        if kafka_broker.service(s).pid() is None:
+            return []
+        return [
+            failed(
+                "kafka",
+                "this home's broker runs but says nowhere where it listens",
+                f"`logberg local down`, then `logberg local up --kafka` ({s.home})",
+            )
+        ]
+    setting = BOOTSTRAP_ENV if os.environ.get(BOOTSTRAP_ENV) else "the local broker"
+    if cluster_answers(bootstrap, timeout):
+        return [ok("kafka", f"the broker at {bootstrap} answers ({setting})")]
+    log = f"; its log: {kafka_broker.service(s).log_file}" if local else ""
+    return [
+        failed(
+            "kafka",
+            f"the Kafka broker at {bootstrap} ({setting}) does not answer{log}",
+            f"start it (`logberg local up --kafka`) or correct {BOOTSTRAP_ENV}",
+        )
+    ]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,0 +1,434 @@
+"""`logberg ingest --from kafka://...` against a real Kafka broker (this home's KRaft broker,
+from the pinned jars) and real Spark: the generator's manifest exactly, the same rows as a
+file ingest of the same lines, replays and lost checkpoints, a killed driver, two consumers,
+a restarted broker and maintenance beside a running stream, duplicates by source identity,
+every kind of bad message, and the settings that fail fast.
+
+Most runs call the job in the tests' own Spark session (`ingest_topic`, `--once`); the
+ones that kill or race processes run the real `logberg` command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+
+from logberg.lakehouse.kafka import TopicUri
+from logberg.pipeline.ingest.batch import ingest
+from logberg.pipeline.ingest.config import IngestConfig
+from logberg.pipeline.kafka.config import KafkaIngestConfig, ValueFormat
+from logberg.pipeline.kafka.job import KafkaBatchResult, ingest_topic
+from logberg_platform import kafka_broker
+from logberg_platform.local_settings import LocalSettings
+from logberg_platform.supervisor import free_port
+from tests.conftest import REPO, reset_namespace, run_logberg
+from tests.helpers.prometheus import pushgateway
+from tests.helpers.waiting import eventually
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("lakehouse")]
+
+# Columns that say where and when a row came from: a topic's differ from a file's.
+LINEAGE = {"source_file", "line_number", "event_id", "processed_timestamp"}
+SMALL = ("--num-files", "2", "--lines-per-file", "3000", "--start-date", "2025-04-01",
+         "--end-date", "2025-04-02", "--malformed-rate", "0.01")  # fmt: skip
+# For the runs of whole processes: few lines, several batches.
+TINY = ("--lines-per-file", "800")
+
+
+@pytest.fixture(scope="module")
+def broker(lakehouse: LocalSettings) -> Iterator[str]:
+    """This home's Kafka broker on a free port, for the module; its bootstrap."""
+    os.environ[kafka_broker.PORT_ENV] = str(free_port())
+    try:
+        yield kafka_broker.start(lakehouse).bootstrap
+    finally:
+        kafka_broker.stop(lakehouse)
+        os.environ.pop(kafka_broker.PORT_ENV, None)
+
+
+@pytest.fixture(scope="module")
+def fresh(spark: SparkSession, lakehouse: LocalSettings) -> None:
+    """An empty namespace for the module: topics of their own keep the tests apart."""
+    reset_namespace(spark)
+
+
+def produce(broker: str, topic: str, out: Path, seed: int, *extra: str) -> dict[str, Any]:
+    """The generator to the topic; its manifest."""
+    r = subprocess.run(
+        [sys.executable, "-m", "generator", "--output", f"kafka://{broker}/{topic}",
+         "--manifest-to", out.as_uri(), "--seed", str(seed), "--quiet", *SMALL, *extra],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    found = [
+        json.loads(p.read_text()) for p in (out / "raw" / "nginx" / "_manifests").glob("*.json")
+    ]
+    [manifest] = [m for m in found if m["seed"] == seed]
+    return manifest
+
+
+def once(
+    spark: SparkSession, broker: str, topic: str, checkpoint: Path, **kw: Any
+) -> list[KafkaBatchResult]:
+    """`ingest --from kafka://broker/topic --once` in this session; the batches it committed."""
+    cfg = KafkaIngestConfig(
+        TopicUri(broker, topic, "--from"), once=True, checkpoint=checkpoint.as_uri(), **kw
+    )
+    done: list[KafkaBatchResult] = []
+    ingest_topic(spark, cfg, done.append, None)
+    return done
+
+
+def counts(spark: SparkSession, where: str) -> dict[str, Any]:
+    """Rows per day, in all, distinct ids, and rejects, of the lines whose source_file is
+    LIKE `where`."""
+    logs = spark.table("nginx_logs.access_logs").where(f"source_file LIKE '{where}'")
+    per_day = {
+        str(r.date): r.n
+        for r in logs.groupBy("date").count().withColumnRenamed("count", "n").collect()
+    }
+    rejects = spark.table("nginx_logs.access_logs_rejects").where(f"source_file LIKE '{where}'")
+    return {
+        "per_day": per_day,
+        "accepted": logs.count(),
+        "distinct": logs.select("event_id").distinct().count(),
+        "rejected": rejects.count(),
+    }
+
+
+def expected(manifest: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "per_day": {d: v["valid"] for d, v in manifest["days"].items()},
+        "accepted": manifest["totals"]["valid"],
+        "distinct": manifest["totals"]["valid"],
+        "rejected": manifest["totals"]["malformed_total"],
+    }
+
+
+# -- the topic as the manifest says, and as a file ingest of the same lines -----------------
+
+
+@pytest.fixture(scope="module")
+def raw_topic(
+    spark: SparkSession, broker: str, fresh: None, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[str, dict[str, Any], Path]:
+    """Seed 61 on topic raw-61, ingested once; (topic, manifest, its checkpoint)."""
+    out = tmp_path_factory.mktemp("raw-61")
+    manifest = produce(broker, "raw-61", out, 61)
+    checkpoint = out / "checkpoint"
+    batches = once(spark, broker, "raw-61", checkpoint)
+    assert sum(b.messages for b in batches) == manifest["totals"]["lines"]
+    return "raw-61", manifest, checkpoint
+
+
+def test_once_stores_the_generators_manifest_exactly(spark: SparkSession, raw_topic: Any) -> None:
+    topic, manifest, _ = raw_topic
+    assert counts(spark, f"kafka://{topic}/%") == expected(manifest)
+    runs = spark.sql(
+        "SELECT sum(lines_read) AS lines, sum(accepted) AS ok, sum(rejected) AS bad "
+        "FROM nginx_logs.ingest_runs WHERE run_id IN (SELECT run_id FROM nginx_logs.kafka_offsets "
+        f"WHERE topic = '{topic}')"
+    ).first()
+    assert runs is not None
+    totals = manifest["totals"]
+    assert (runs.lines, runs.ok, runs.bad) == (
+        totals["lines"],
+        totals["valid"],
+        totals["malformed_total"],
+    )
+
+
+def stable(df: DataFrame) -> list[tuple[Any, ...]]:
+    return sorted((tuple(r) for r in df.drop(*LINEAGE).collect()), key=repr)
+
+
+def test_a_topic_gives_the_rows_a_file_ingest_of_the_same_lines_gives(
+    spark: SparkSession, raw_topic: Any, tmp_path: Path
+) -> None:
+    """The same seed to files: every column but the lineage is the same, row for row; the
+    rejects have the same reasons and lines."""
+    topic, _, _ = raw_topic
+    landing = tmp_path / "landing"
+    r = subprocess.run(
+        [sys.executable, "-m", "generator", "--output", landing.as_uri(), "--seed", "61",
+         "--quiet", *SMALL], cwd=REPO, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    ingest(spark, IngestConfig(inputs=(landing.as_uri(),)))
+    logs = spark.table("nginx_logs.access_logs")
+    from_files = stable(
+        logs.where(f"source_file LIKE '{landing.as_uri().replace('file://', 'file:')}%'")
+    )
+    from_topic = stable(logs.where(f"source_file LIKE 'kafka://{topic}/%'"))
+    assert from_files and from_topic == from_files
+    rejects = spark.table("nginx_logs.access_logs_rejects").select("raw_line", "reason")
+    file_rej = sorted(tuple(r) for r in rejects.where("source_file LIKE 'file:%'").collect())
+    topic_rej = sorted(
+        tuple(r) for r in rejects.where(f"source_file LIKE 'kafka://{topic}/%'").collect()
+    )
+    assert file_rej and topic_rej == file_rej
+
+
+def test_a_replay_or_a_lost_checkpoint_adds_nothing(
+    spark: SparkSession, broker: str, raw_topic: Any, tmp_path: Path
+) -> None:
+    """The same checkpoint: nothing new to read. A lost checkpoint: the stream starts where
+    the lakehouse ends. Both lost (the offsets of the last batch too, as after a crash
+    between the rows and the offsets): the batch is read again and stores nothing twice."""
+    topic, manifest, checkpoint = raw_topic
+    assert once(spark, broker, topic, checkpoint) == []
+    assert sum(b.messages for b in once(spark, broker, topic, tmp_path / "lost")) == 0
+    spark.sql(f"DELETE FROM nginx_logs.kafka_offsets WHERE topic = '{topic}'")
+    replayed = once(spark, broker, topic, tmp_path / "lost-too")
+    assert sum(b.messages for b in replayed) == manifest["totals"]["lines"]
+    assert sum(b.accepted for b in replayed) == 0
+    assert sum(b.duplicates for b in replayed) == manifest["totals"]["valid"]
+    assert counts(spark, f"kafka://{topic}/%") == expected(manifest)
+
+
+# -- source identity: duplicates by identity go, identical requests stay -----------------
+
+
+def producer(broker: str) -> Any:
+    from confluent_kafka import Producer
+
+    return Producer({"bootstrap.servers": broker, "log_level": 3, "message.max.bytes": 16 << 20})
+
+
+def make_topic(broker: str, topic: str, partitions: int = 1) -> None:
+    from logberg.lakehouse.kafka import create_topic
+
+    create_topic(TopicUri(broker, topic, "test"), partitions)
+
+
+LINE = '10.1.2.3 - - [02/Apr/2025:10:00:00 +0000] "GET /same HTTP/1.1" 200 5 "-" "curl/8.5"'
+
+
+def test_a_line_sent_twice_is_stored_once_and_identical_requests_twice(
+    spark: SparkSession, broker: str, fresh: None, tmp_path: Path
+) -> None:
+    """A shipper's replay (the same envelope: host, file, offset) is one row, in one batch
+    and across batches; two requests with the same text at two offsets are two rows."""
+    make_topic(broker, "env-dup")
+    p = producer(broker)
+    first = json.dumps({"log": LINE, "host": "web-1", "file": "/a.log", "offset": 1})
+    second = json.dumps({"log": LINE, "host": "web-1", "file": "/a.log", "offset": 2})
+    for value in (first, first, second):
+        p.produce("env-dup", value.encode())
+    p.flush(30)
+    cp = tmp_path / "cp"
+    (batch,) = once(spark, broker, "env-dup", cp, value=ValueFormat("log"))
+    assert (batch.messages, batch.accepted, batch.duplicates) == (3, 2, 1)
+    p.produce("env-dup", first.encode())  # replayed later, by an at-least-once shipper
+    p.flush(30)
+    (again,) = once(spark, broker, "env-dup", cp, value=ValueFormat("log"))
+    assert (again.accepted, again.duplicates) == (0, 1)
+    rows = spark.table("nginx_logs.access_logs").where("source_file = 'web-1:/a.log'")
+    assert sorted(r.line_number for r in rows.collect()) == [1, 2]
+
+
+def test_every_bad_message_is_a_reject_with_its_bytes_and_the_stream_goes_on(
+    spark: SparkSession, broker: str, fresh: None, tmp_path: Path
+) -> None:
+    make_topic(broker, "bad")
+    big = b"x" * (10 << 20)
+    p = producer(broker)
+    sent = [
+        (b"10.0.0.1 \xff\xfe GET", "not_utf8"),
+        (b"", "empty"),
+        (big, "too_long"),
+        (None, "tombstone"),
+        (b"garbage that is not a line", "unparseable"),
+    ]
+    for value, _ in sent:
+        p.produce("bad", value, b"k")
+    p.produce("bad", LINE.encode())  # a good line after them all
+    p.flush(60)
+    (batch,) = once(spark, broker, "bad", tmp_path / "cp")
+    assert (batch.messages, batch.accepted, batch.rejected) == (6, 1, 5)
+    got = {
+        r.line_number: r
+        for r in spark.table("nginx_logs.access_logs_rejects")
+        .where("source_file = 'kafka://bad/0'")
+        .collect()
+    }
+    for offset, (value, reason) in enumerate(sent):
+        assert got[offset].reason == reason, (offset, got[offset].reason)
+        if reason in ("not_utf8", "empty", "too_long"):
+            assert bytes(got[offset].raw_bytes) == value, reason
+    assert spark.table("nginx_logs.access_logs").where("source_file = 'kafka://bad/0'").count() == 1
+    # an envelope without the line's field
+    make_topic(broker, "bad-env")
+    p.produce("bad-env", b'{"message": "not in log"}')
+    p.flush(30)
+    (env,) = once(spark, broker, "bad-env", tmp_path / "cp-env", value=ValueFormat("log"))
+    assert env.rejected == 1
+    [row] = (
+        spark.table("nginx_logs.access_logs_rejects")
+        .where("source_file = 'kafka://bad-env/0'")
+        .collect()
+    )
+    assert row.reason == "no_field" and bytes(row.raw_bytes) == b'{"message": "not in log"}'
+
+
+# -- processes: a killed driver, two consumers, a restarted broker beside maintenance ------
+
+
+def stored(spark: SparkSession, broker: str, topic: str) -> bool:
+    """Every message the topic holds is in the lakehouse: its batches' offsets, written
+    after their rows and rejects, reach the end of every partition."""
+    from logberg.lakehouse.kafka import end_offsets
+    from logberg.pipeline.kafka.job import lakehouse_offsets
+
+    if not spark.catalog.tableExists("nginx_logs.kafka_offsets"):
+        return False  # the stream has not made its tables yet
+    ends = end_offsets(TopicUri(broker, topic, "test"))
+    return any(ends.values()) and lakehouse_offsets(spark, topic) == {
+        p: o for p, o in ends.items() if o
+    }
+
+
+def command(broker: str, topic: str, cp: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "logberg.cli", "ingest", "--from", f"kafka://{broker}/{topic}",
+            "--checkpoint", cp.as_uri(), "--analytics-every", "0", *extra]  # fmt: skip
+
+
+def test_a_killed_driver_resumes_where_the_lakehouse_ends(
+    spark: SparkSession, broker: str, fresh: None, tmp_path: Path
+) -> None:
+    manifest = produce(broker, "killed", tmp_path, 71, *TINY)
+    cp = tmp_path / "cp"
+    proc = subprocess.Popen(
+        command(broker, "killed", cp, "--once", "--max-messages-per-trigger", "400"),
+        cwd=REPO, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("kafka batch 0 "):  # a batch committed, others to come
+            break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    r = run_logberg(command(broker, "killed", cp, "--once")[3:])
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert counts(spark, "kafka://killed/%") == expected(manifest)
+
+
+def test_two_consumers_of_one_topic_keep_the_lakehouse_exact(
+    spark: SparkSession, broker: str, fresh: None, tmp_path: Path
+) -> None:
+    from tests.conftest import run_side_by_side
+
+    manifest = produce(broker, "twins", tmp_path, 72)
+    run_side_by_side(
+        {
+            n: command(
+                broker,
+                "twins",
+                tmp_path / f"cp-{n}",
+                "--once",
+                "--max-messages-per-trigger",
+                "2000",
+            )
+            for n in ("a", "b")
+        },
+        tmp_path / "logs",
+    )
+    assert counts(spark, "kafka://twins/%") == expected(manifest)
+
+
+def test_a_restarted_broker_and_maintenance_beside_the_stream_lose_nothing(
+    spark: SparkSession, broker: str, lakehouse: LocalSettings, fresh: None, tmp_path: Path
+) -> None:
+    """A running stream (pushing its lag): the broker stops and starts again between two
+    producers' runs, and `logberg maintain` compacts access_logs meanwhile; the stream
+    stores both runs exactly, and its lag gauge reaches the Pushgateway."""
+    make_topic(broker, "restart", 2)
+    with pushgateway(tmp_path) as gateway:
+        env = {**os.environ, "LOGBERG_PUSHGATEWAY": gateway}
+        log = (tmp_path / "stream.log").open("w")
+        stream = subprocess.Popen(
+            command(broker, "restart", tmp_path / "cp", "--trigger-seconds", "1"),
+            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            first = produce(broker, "restart", tmp_path, 73, *TINY)
+            caught_up = lambda: stored(spark, broker, "restart")  # noqa: E731
+            eventually(
+                "the first run in the lakehouse", caught_up, 300, 2,
+                lambda: (tmp_path / "stream.log").read_text()[-3000:],
+            )  # fmt: skip
+            kafka_broker.stop(lakehouse)
+            kafka_broker.start(lakehouse)
+            maintain = run_logberg(["maintain", "--table", "access_logs"])
+            assert maintain.returncode == 0, maintain.stderr[-3000:]
+            second = produce(broker, "restart", tmp_path, 74, *TINY)
+            want = first["totals"]["valid"] + second["totals"]["valid"]
+            eventually(
+                "the second run in the lakehouse", caught_up, 300, 2,
+                lambda: (tmp_path / "stream.log").read_text()[-3000:],
+            )  # fmt: skip
+            with urllib.request.urlopen(f"{gateway}/metrics", timeout=10) as resp:
+                pushed = resp.read().decode()
+            assert "logberg_kafka_consumer_lag{" in pushed and 'topic="restart"' in pushed
+        finally:
+            stream.send_signal(signal.SIGKILL)
+            stream.wait()
+    got = counts(spark, "kafka://restart/%")
+    assert got["accepted"] == got["distinct"] == want
+    assert (
+        got["rejected"] == first["totals"]["malformed_total"] + second["totals"]["malformed_total"]
+    )
+
+
+# -- settings that fail fast ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("source", "value", "says"),
+    [
+        ("kafka://127.0.0.1:1/logs", "raw", "--from 127.0.0.1:1: the Kafka broker does not answer"),
+        ("kafka://{broker}/no-such-topic", "raw", "the broker has no topic 'no-such-topic'"),
+        ("kafka://{broker}/raw-61", "xml", "--value 'xml': expected raw or json:FIELD"),
+        ("kafka://{broker}/bad name", "raw", "is not a valid Kafka topic name"),
+    ],
+)
+def test_a_wrong_broker_topic_or_value_format_is_named(
+    broker: str, source: str, value: str, says: str
+) -> None:
+    r = run_logberg(["ingest", "--from", source.format(broker=broker), "--once", "--value", value])
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert says in r.stderr
+    assert "spark: in-process" not in r.stderr  # before any Spark started
+
+
+def test_the_dry_run_says_how_far_behind_the_lakehouse_is(
+    spark: SparkSession, broker: str, raw_topic: Any
+) -> None:
+    make_topic(broker, "behind", 1)
+    p = producer(broker)
+    for _ in range(7):
+        p.produce("behind", LINE.encode())
+    p.flush(30)
+    r = run_logberg(["ingest", "--from", f"kafka://{broker}/behind", "--dry-run"])
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "partition 0: lakehouse at 0, topic at 7, 7 message(s) behind" in r.stdout
+
+
+def test_doctor_checks_the_broker_when_one_is_configured(broker: str) -> None:
+    r = run_logberg(["doctor"])
+    assert "ok      kafka" in r.stdout and f"the broker at {broker} answers" in r.stdout, r.stdout
+    wrong = run_logberg(["doctor"], {"LOGBERG_KAFKA_BOOTSTRAP": "127.0.0.1:1"})
+    assert wrong.returncode == 1
+    assert (
+        "the Kafka broker at 127.0.0.1:1 (LOGBERG_KAFKA_BOOTSTRAP) does not answer" in wrong.stdout
+    )
