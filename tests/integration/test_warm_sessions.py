@@ -133,7 +133,10 @@ def test_a_file_replaced_in_place_is_ingested_again_as_changed(
     landing = tmp_path / "landing"
     path, _ = land(landing, 210)
     ok(["ingest", "--input", landing.as_uri()], MODES[mode])
-    assert summary(ok(["ingest", "--input", landing.as_uri()], MODES[mode])) == (0, 1, 0)
+    # Nothing new, twice on the server: the second runs the plans of the first as the
+    # ingest after the replacement runs the second's (the warm session's steady state).
+    for _ in range(2 if mode == "connect" else 1):
+        assert summary(ok(["ingest", "--input", landing.as_uri()], MODES[mode])) == (0, 1, 0)
     # Other content under the same name: another size and modification time.
     other, valid = land(tmp_path / "other", 211, lines=700)
     shutil.copyfile(other, path)
