@@ -35,6 +35,9 @@ PRODUCER = {
     "queue.buffering.max.kbytes": 1 << 20,
     "message.max.bytes": 16 << 20,
     "log_level": 3,  # librdkafka says errors only (a retry while the broker starts is none)
+    # Java's default partitioner (murmur2 of the key): librdkafka's own (CRC32) put every file
+    # of a run in one partition, their keys differing in one digit only.
+    "partitioner": "murmur2_random",
 }
 
 
@@ -44,7 +47,7 @@ def check_brokers(t: KafkaTarget, timeout: float = 5.0) -> str | None:
     from confluent_kafka.admin import AdminClient
 
     try:
-        AdminClient({"bootstrap.servers": t.bootstrap}).list_topics(timeout=timeout)
+        AdminClient({"bootstrap.servers": t.bootstrap, "log_level": 3}).list_topics(timeout=timeout)
     except KafkaException as e:
         return f"the Kafka brokers at {t.bootstrap} do not answer ({e.args[0].str()})"
     return None
@@ -55,7 +58,7 @@ def ensure_topic(t: KafkaTarget, partitions: int, timeout: float = 30.0) -> int:
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": t.bootstrap})
+    admin = AdminClient({"bootstrap.servers": t.bootstrap, "log_level": 3})
     found = admin.list_topics(topic=t.topic, timeout=timeout).topics.get(t.topic)
     if found is not None and found.error is None and found.partitions:
         return len(found.partitions)
