@@ -15,6 +15,8 @@ VENV        ?= .venv
 TOOLS       ?= $(CURDIR)/.tools
 LOGBERG_HOME ?= $(CURDIR)/.logberg
 PYTEST_ARGS ?=
+# make test: 2 runs the cluster+containers tiers and the others at once (tests/helpers/lanes.py), 1 one pytest.
+TEST_LANES  ?= 2
 BIN         := $(VENV)/bin
 LOGBERG     := $(BIN)/logberg
 export LOGBERG_HOME
@@ -24,6 +26,7 @@ export PATH := $(TOOLS)/bin:$(PATH)
 # Python modules the targets run (one place to rename them).
 BROWSER_MODULE ?= tests.helpers.browser
 BENCH_MODULE   ?= bench
+LANES_MODULE   ?= tests.helpers.lanes
 
 # helm/kubectl: .tools/bin (make tools) when present, else PATH. kind/docker: PATH.
 HELM    ?= $(if $(wildcard $(TOOLS)/bin/helm),$(TOOLS)/bin/helm,helm)
@@ -157,7 +160,7 @@ clean: down ## remove local state (.logberg); keeps .venv and .tools
 # ------------------------------------------------------------------ tests and lint
 .PHONY: test
 test: setup tools checkov browser prometheus test-images eks-minio ## the whole test suite (unit, integration, static, containers), as CI runs it
-	$(BIN)/pytest --durations=25 $(PYTEST_ARGS)
+	TEST_LANES=$(TEST_LANES) $(BIN)/python -m $(LANES_MODULE) --durations=25 $(PYTEST_ARGS)
 
 .PHONY: test-fast
 test-fast: ## pure transforms on one local SparkSession: no service starts, no multi-process runs
