@@ -18,9 +18,13 @@ examples=charts/logberg/examples
 read -r -a kc <<<"$KC"
 read -r -a k8s <<<"$K8S"
 
-echo "${K8S} wait job --selector=app.kubernetes.io/instance=logberg,app.kubernetes.io/component=generator --timeout=$timeout"
-env "${k8s[@]}" wait job --selector=app.kubernetes.io/instance=logberg,app.kubernetes.io/component=generator \
-  --timeout="$timeout"
+# The dev S3 server (logberg-dev) keeps its objects in an emptyDir: after cluster-down and
+# cluster-up the cluster still holds the generator's completed Job but not its files, so a
+# Job that completed before that server last started is run again (none on EKS: no pods).
+generator=app.kubernetes.io/instance=logberg,app.kubernetes.io/component=generator
+dev_s3=app.kubernetes.io/instance=logberg-dev,app.kubernetes.io/component=s3
+echo "${K8S} wait job --selector=$generator --rerun-before-pods=$dev_s3 --timeout=$timeout"
+env "${k8s[@]}" wait job --selector="$generator" --rerun-before-pods="$dev_s3" --timeout="$timeout"
 for app in ingest analytics; do
   echo "\$ kubectl apply -f $examples/$app.yaml"
   "${kc[@]}" delete -f "$examples/$app.yaml" --ignore-not-found --cascade=foreground --wait >/dev/null

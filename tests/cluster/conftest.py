@@ -71,6 +71,7 @@ ORDER = (
     "test_submit",
     "test_spark_connect",
     "test_doctor_k8s",
+    "test_demo_again",  # empties the dev S3 store
     "test_uninstall",  # uninstalls: last of all
 )
 

@@ -10,6 +10,7 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -186,3 +187,62 @@ def test_a_connect_server_is_reached_only_with_its_secrets_token() -> None:
     assert "the Secret tok (key k" in s.setting
     with pytest.raises(ConfigError, match="takes no token from a Secret"):
         server_of(_connect_obj([{"name": "SPARK_CONNECT_AUTHENTICATE_TOKEN", "value": "plain"}]))
+
+
+def test_a_job_run_again_keeps_its_spec_and_owner_and_drops_what_the_server_filled_in() -> None:
+    from logberg_platform.k8s.api_client import job_spec_again
+
+    uid = "0b6c3c1e-5d3e-4b7a-9b53-2f0c3e1d2a10"
+    served: dict[str, Any] = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "logberg-generator",
+            "namespace": "logberg",
+            "uid": uid,
+            "resourceVersion": "4711",
+            "creationTimestamp": "2026-11-28T10:00:00Z",
+            "managedFields": [{"manager": "helm"}],
+            "labels": {"app.kubernetes.io/component": "generator", "controller-uid": uid},
+            "annotations": {"meta.helm.sh/release-name": "logberg"},
+        },
+        "spec": {
+            "backoffLimit": 2,
+            "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}},
+            "template": {
+                "metadata": {
+                    "creationTimestamp": None,
+                    "labels": {
+                        "app.kubernetes.io/component": "generator",
+                        "batch.kubernetes.io/controller-uid": uid,
+                        "batch.kubernetes.io/job-name": "logberg-generator",
+                        "controller-uid": uid,
+                        "job-name": "logberg-generator",
+                    },
+                },
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "g", "image": "x"}]},
+            },
+        },
+        "status": {"succeeded": 1, "completionTime": "2026-11-28T10:01:00Z"},
+    }
+    again = job_spec_again(served)
+    assert again == {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "logberg-generator",
+            "namespace": "logberg",
+            "labels": {"app.kubernetes.io/component": "generator"},
+            "annotations": {"meta.helm.sh/release-name": "logberg"},
+        },
+        "spec": {
+            "backoffLimit": 2,
+            "template": {
+                "metadata": {"labels": {"app.kubernetes.io/component": "generator"}},
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "g", "image": "x"}]},
+            },
+        },
+    }
+    assert uid not in str(again)
+    manual = job_spec_again({**served, "spec": {**served["spec"], "manualSelector": True}})
+    assert manual["spec"]["selector"] == served["spec"]["selector"]

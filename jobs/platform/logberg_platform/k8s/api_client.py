@@ -263,6 +263,94 @@ class Kube:
                 raise ServiceError(f"Job {name} failed: {cond.message}\n{tails}")
         return False
 
+    # -- a Job run again ----------------------------------------------------------------
+    def containers_started(self, selector: str) -> float | None:
+        """When the newest container of the pods the selector matches started (epoch
+        seconds); None while one of them is not running yet, or when none matches."""
+        pods = self.call(
+            "list pods", self.core.list_namespaced_pod, self.ns, label_selector=selector
+        )
+        newest: float | None = None
+        for pod in pods.items:
+            for status in pod.status.container_statuses or []:
+                running = status.state.running if status.state else None
+                if running is None or running.started_at is None:
+                    return None
+                t = running.started_at.timestamp()
+                newest = t if newest is None else max(newest, t)
+        return newest
+
+    def jobs_named(self, name: str | None, selector: str | None) -> list[Any]:
+        if name:
+            return [self.call("get jobs", self.batch.read_namespaced_job, name, self.ns)]
+        return list(
+            self.call(
+                "list jobs", self.batch.list_namespaced_job, self.ns, label_selector=selector
+            ).items
+        )
+
+    def rerun_job(self, job: Any, timeout: float = 300.0) -> None:
+        """Delete the Job and create it again from its own spec (a Job cannot be restarted
+        in place); its owner's labels and annotations (Helm's) stay."""
+        from kubernetes.client.exceptions import ApiException
+
+        name = job.metadata.name
+        again = job_spec_again(self.api.sanitize_for_serialization(job))
+        self.call(
+            "delete jobs",
+            self.batch.delete_namespaced_job,
+            name,
+            self.ns,
+            propagation_policy="Background",
+        )
+
+        def gone() -> bool:
+            try:
+                self.batch.read_namespaced_job(name, self.ns)
+            except ApiException as e:
+                if e.status == 404:
+                    return True
+                raise
+            return False
+
+        wait(f"Job {name} to be deleted", gone, timeout, interval=1.0)
+        self.call("create jobs", self.batch.create_namespaced_job, self.ns, again)
+
+
+# The labels the API server gives a Job it creates (and its selector): a new Job gets new.
+JOB_SERVER_LABELS = (
+    "controller-uid",
+    "job-name",
+    "batch.kubernetes.io/controller-uid",
+    "batch.kubernetes.io/job-name",
+)
+
+
+def job_spec_again(job: dict[str, Any]) -> dict[str, Any]:
+    """A Job's manifest for creating it again: what the API server filled in removed (its
+    identity, status, generated selector and the labels that name the old Job)."""
+    meta = {
+        k: v
+        for k, v in job.get("metadata", {}).items()
+        if k in ("name", "namespace", "labels", "annotations")
+    }
+    spec = dict(job.get("spec", {}))
+    if not spec.get("manualSelector"):
+        spec.pop("selector", None)
+    template = dict(spec.get("template", {}))
+    tmeta = dict(template.get("metadata", {}))
+    for m in (meta, tmeta):
+        labels = {k: v for k, v in (m.get("labels") or {}).items() if k not in JOB_SERVER_LABELS}
+        if labels:
+            m["labels"] = labels
+        else:
+            m.pop("labels", None)
+    tmeta.pop("creationTimestamp", None)
+    if tmeta:
+        template["metadata"] = tmeta
+    spec["template"] = template
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": spec}
+
 
 def exec_capture(
     kube: Kube, pod: str, container: str, command: list[str], timeout: float = 300.0

@@ -1,0 +1,53 @@
+"""`make k8s-demo` after the dev S3 server lost its objects, as it does on the local cluster
+after `make cluster-down` and `make cluster-up` (an emptyDir): the generator Job the cluster
+still holds as complete runs again, and writes the same files. It empties the store, so in
+a whole run it goes just before test_uninstall; alone, it deploys first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.cluster.framework import BUCKET, Deployed, wait_for
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+GENERATOR = "app.kubernetes.io/instance=logberg,app.kubernetes.io/component=generator"
+DEV_S3 = "app.kubernetes.io/instance=logberg-dev,app.kubernetes.io/component=s3"
+
+
+def generator_job(d: Deployed) -> dict[str, Any]:
+    [job] = d.obj("jobs", "-l", GENERATOR)["items"]
+    return dict(job)
+
+
+def s3_running(d: Deployed) -> bool:
+    pods = d.obj("pods", "-l", DEV_S3)["items"]
+    return len(pods) == 1 and all(
+        c.get("ready") for c in pods[0].get("status", {}).get("containerStatuses") or [{}]
+    )
+
+
+def test_a_generator_job_older_than_the_s3_server_runs_again(deployed: Deployed) -> None:
+    wait = ["wait", "job", f"--selector={GENERATOR}", f"--rerun-before-pods={DEV_S3}",
+            "--timeout=900"]  # fmt: skip
+    # The generator's files are there and its Job completed after the server started: kept.
+    out = deployed.logberg_k8s(*wait)
+    assert "running it again" not in out, out
+    before, job = deployed.demo_manifest(), generator_job(deployed)
+
+    deployed.k("delete", "pod", "-l", DEV_S3, "--wait=true", "--timeout=300s")
+    wait_for("a new dev S3 server", lambda: s3_running(deployed), timeout=300)
+    deployed.s3().create_bucket(Bucket=BUCKET)  # what the chart's hook does at the next deploy
+    assert not deployed.manifests()  # the objects went with the old pod's emptyDir
+
+    out = deployed.logberg_k8s(*wait)
+    assert "running it again" in out, out
+    again = generator_job(deployed)
+    assert again["metadata"]["uid"] != job["metadata"]["uid"]
+    labels = again["metadata"].get("labels", {})
+    assert labels.get("app.kubernetes.io/managed-by") == "Helm", labels  # still the release's
+    after = deployed.demo_manifest()
+    for key in ("files", "days", "weeks", "totals"):
+        assert after[key] == before[key], key
