@@ -45,7 +45,7 @@ from tests.cluster.framework import (
     node_why_not,
     take_down,
 )
-from tests.conftest import REPO
+from tests.conftest import REPO, TEST_JAVA_OPTIONS
 from tests.helpers.prometheus import pushgateway
 
 # The files in the order of the story they were cut from; each one runs alone too.
@@ -200,6 +200,8 @@ def deployed() -> Iterator[Deployed]:
                             {
                                 "generator": {"args": DEMO_ARGS},
                                 "monitoring": {"pushgatewayUrl": d.gateway},
+                                # As tests/conftest.py's TEST_JAVA_OPTIONS: small data.
+                                "spark": {"javaOptions": TEST_JAVA_OPTIONS},
                             }
                         )
                     )

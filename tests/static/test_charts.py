@@ -489,6 +489,29 @@ def test_spark_conf_matches_session_catalog_conf(monkeypatch: pytest.MonkeyPatch
     assert {k: lines.get(k) for k in want} == want
 
 
+def test_java_options_follow_the_charts_own_in_every_spark_jvm() -> None:
+    """spark.javaOptions goes after the chart's JIT options (the later of two wins), in
+    every application, the Spark Connect server's and the toolbox's conf; a value that is
+    not options is refused by the schema, naming it."""
+    from logberg.lakehouse.session import JIT_OPTIONS
+
+    files, sets = VARIANTS["logberg"]["kind"]
+    items = docs("logberg", files, (*sets, "spark.javaOptions=-XX:TieredStopAtLevel=1"))
+    apps = spark_apps(items)
+    assert apps
+    for name, spec in apps:
+        for role in ("driver", "executor"):
+            got = spec["sparkConf"][f"spark.{role}.extraJavaOptions"]
+            assert got == f"{JIT_OPTIONS} -XX:TieredStopAtLevel=1", name
+    toolbox = one(items, "ConfigMap", "-toolbox")["data"]["spark-defaults.conf"]
+    assert f"spark.driver.extraJavaOptions {JIT_OPTIONS} -XX:TieredStopAtLevel=1" in toolbox
+    refused = helm(
+        "template", "logberg", str(CHARTS / "logberg"), "--set", "spark.javaOptions=Tiered",
+        check=False,
+    )
+    assert refused.returncode != 0 and "javaOptions" in refused.stderr
+
+
 def test_metrics_rbac_spot_and_service_account() -> None:
     items = variant_docs("logberg", "eks")
     for name, spec in spark_apps(items):

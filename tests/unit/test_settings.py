@@ -164,3 +164,53 @@ def test_a_session_never_builds_what_setup_makes(
     with pytest.raises(ConfigError, match="make setup"):
         local.spark_runtime(s, cfg)
     assert not (tmp_path / "jars" / "logberg").exists()
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("-XX:+NoSuchOptionAnywhere", "the JVM refuses it: Unrecognized VM option"),
+        ("-Xmx1g TieredStopAtLevel=1", "'TieredStopAtLevel=1' is not a JVM option"),
+        ("-Dx='unclosed", "No closing quotation"),
+    ],
+)
+def test_java_options_the_jvm_refuses_name_the_setting(
+    monkeypatch: pytest.MonkeyPatch, value: str, said: str
+) -> None:
+    """Checked by the JDK itself before any service or session starts with them."""
+    from logberg_platform.local_settings import java_options
+
+    monkeypatch.setenv("LOGBERG_JAVA_OPTIONS", value)
+    with pytest.raises(ConfigError, match="LOGBERG_JAVA_OPTIONS") as e:
+        java_options()
+    assert said in str(e.value)
+
+
+def test_java_options_follow_logbergs_own_in_every_jvm(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """After logberg's options (the later of two wins), in Spark's driver options, the
+    metastore's and the broker's command lines (of `make setup`'s tools); unset, nothing
+    is added."""
+    from logberg_platform import kafka_broker, local, metastore
+
+    monkeypatch.setenv("LOGBERG_HOME", str(tmp_path / "home"))
+    s = LocalSettings.from_env()
+    cfg = LakehouseConfig(metastore_uri=s.metastore_uri, warehouse=s.warehouse.as_uri())
+
+    def commands() -> tuple[str, list[str], list[str]]:
+        driver = local.spark_runtime(s, cfg).conf["spark.driver.extraJavaOptions"]
+        meta = metastore._java_cmd(s, tmp_path, metastore.MAIN_CLASS, [])
+        broker = kafka_broker._java(s, kafka_broker.MAIN_CLASS)
+        return driver, meta, broker
+
+    monkeypatch.delenv("LOGBERG_JAVA_OPTIONS", raising=False)
+    driver, meta, broker = commands()
+    assert "TieredStopAtLevel" not in " ".join([driver, *meta, *broker])
+    monkeypatch.setenv("LOGBERG_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 '-Dlogberg.note=a b'")
+    driver, meta, broker = commands()
+    assert driver.endswith("-XX:TieredStopAtLevel=1 '-Dlogberg.note=a b'")
+    for argv in (meta, broker):
+        at = argv.index("-XX:TieredStopAtLevel=1")
+        assert argv[at + 1] == "-Dlogberg.note=a b"
+        assert argv.index("-XX:+UseG1GC") < at < argv.index("-cp")

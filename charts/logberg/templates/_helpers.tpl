@@ -49,11 +49,15 @@ app.kubernetes.io/part-of: logberg
 {{/* Spark conf equivalent to logberg.lakehouse.session.catalog_conf: the Iceberg catalog `logberg`
      (type=hive) as default catalog, spark_catalog wrapped by SparkSessionCatalog, S3A;
      plus logberg.lakehouse.session.JIT_OPTIONS (the ingest's generated code is over HotSpot's
-     8000-bytecode JIT limit; C2 only for the per-row loops; the parallel collector). */}}
+     8000-bytecode JIT limit; C2 only for the per-row loops; the parallel collector), then
+     spark.javaOptions. */}}
 {{- define "logberg.sparkConfDict" -}}
 {{- $uri := .Values.metastore.uri }}
 {{- $wh := .Values.warehouse.uri }}
 {{- $jvm := "-XX:+UseParallelGC -XX:-DontCompileHugeMethods -XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 -XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000" }}
+{{- with .Values.spark.javaOptions }}
+{{- $jvm = printf "%s %s" $jvm . }}
+{{- end }}
 {{- $conf := dict
   "spark.sql.extensions" "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
   "spark.sql.catalog.logberg" "org.apache.iceberg.spark.SparkCatalog"

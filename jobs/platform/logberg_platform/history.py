@@ -26,7 +26,7 @@ from typing import Any
 import pyspark
 
 from logberg.errors import ConfigError, ServiceError
-from logberg_platform.local_settings import LocalSettings, int_env, java_home
+from logberg_platform.local_settings import LocalSettings, int_env, java_home, java_options
 from logberg_platform.supervisor import Supervised, clean_env, port_open, wait_for_port
 
 EVENT_LOG_ENV = "LOGBERG_EVENT_LOG"
@@ -146,6 +146,7 @@ def argv(s: LocalSettings) -> list[str]:
         str(java_home() / "bin" / "java"),
         "-Xmx512m",
         "-XX:+UseSerialGC",
+        *java_options(),
         f"-Dlogberg.history.home={s.home}",
         "-cp",
         f"{jars}/*",

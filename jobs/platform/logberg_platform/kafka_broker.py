@@ -26,7 +26,7 @@ from pathlib import Path
 
 from logberg.errors import ConfigError, ServiceError
 from logberg_platform import setup_artifacts
-from logberg_platform.local_settings import LocalSettings, int_env, java_home
+from logberg_platform.local_settings import LocalSettings, int_env, java_home, java_options
 from logberg_platform.supervisor import Supervised, free_port, port_open, wait_for_port
 
 PORT_ENV = "LOGBERG_KAFKA_PORT"
@@ -146,6 +146,7 @@ def _java(s: LocalSettings, main: str, *args: str) -> list[str]:
     return [
         str(java_home() / "bin" / "java"),
         *JVM_OPTS,
+        *java_options(),
         f"-Dlogberg.kafka.home={s.home}",
         f"-Dlog4j2.configurationFile={kafka_dir(s) / 'log4j2.properties'}",
         f"-Dkafka.logs.dir={s.logs}",

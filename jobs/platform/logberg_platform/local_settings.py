@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import shlex
 import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -147,3 +150,43 @@ def java_home() -> Path:
     if not found:
         raise ConfigError("Java not found: install Java 17 and set JAVA_HOME (or put java on PATH)")
     return Path(found).resolve().parents[1]
+
+
+JAVA_OPTIONS_ENV = "LOGBERG_JAVA_OPTIONS"
+
+
+def java_options() -> list[str]:
+    """LOGBERG_JAVA_OPTIONS (shell-quoted): options for every JVM of this home (Spark
+    in-process, the Spark Connect server, the metastore, the Kafka broker, the History
+    Server), after logberg's own, so that they win. Checked once per process by the JDK
+    itself (`java OPTIONS -version`): an option it refuses is an error naming the setting,
+    not a service that fails to start."""
+    return list(_checked_java_options(os.environ.get(JAVA_OPTIONS_ENV, "")))
+
+
+@functools.lru_cache(maxsize=4)
+def _checked_java_options(raw: str) -> tuple[str, ...]:
+    try:
+        options = tuple(shlex.split(raw))
+    except ValueError as e:
+        raise ConfigError(f"{JAVA_OPTIONS_ENV}={raw!r}: {e}") from None
+    if not options:
+        return ()
+    stray = [o for o in options if not o.startswith("-")]
+    if stray:
+        raise ConfigError(f"{JAVA_OPTIONS_ENV}: {stray[0]!r} is not a JVM option (they start with -)")
+    java = java_home() / "bin" / "java"
+    done = subprocess.run(
+        [str(java), *options, "-version"], capture_output=True, text=True, timeout=60
+    )
+    if done.returncode != 0:
+        said = (done.stderr or done.stdout).strip().splitlines()
+        raise ConfigError(
+            f"{JAVA_OPTIONS_ENV}={raw!r}: the JVM refuses it: {said[0] if said else done.returncode}"
+        )
+    return options
+
+
+def joined_java_options() -> str:
+    """`java_options()` as one string (Spark's extraJavaOptions splits it as a shell would)."""
+    return shlex.join(java_options())

@@ -16,7 +16,7 @@ from logberg.errors import ConfigError, ServiceError
 from logberg.lakehouse.hadoop import s3a_properties
 from logberg.versions import pins
 from logberg_platform import setup_artifacts
-from logberg_platform.local_settings import LocalSettings, java_home
+from logberg_platform.local_settings import LocalSettings, java_home, java_options
 from logberg_platform.supervisor import Supervised, port_open, wait_for_port
 
 MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
@@ -121,6 +121,7 @@ def _java_cmd(s: LocalSettings, conf: Path, main: str, args: list[str]) -> list[
     return [
         str(java_home() / "bin" / "java"),
         *JVM_OPTS,
+        *java_options(),
         f"-Dlogberg.home={s.home}",
         f"-Dderby.system.home={s.metastore_dir}",
         f"-Dlog4j.configurationFile={conf / 'metastore-log4j2.properties'}",
