@@ -506,7 +506,11 @@ def test_java_options_follow_the_charts_own_in_every_spark_jvm() -> None:
     toolbox = one(items, "ConfigMap", "-toolbox")["data"]["spark-defaults.conf"]
     assert f"spark.driver.extraJavaOptions {JIT_OPTIONS} -XX:TieredStopAtLevel=1" in toolbox
     refused = helm(
-        "template", "logberg", str(CHARTS / "logberg"), "--set", "spark.javaOptions=Tiered",
+        "template",
+        "logberg",
+        str(CHARTS / "logberg"),
+        "--set",
+        "spark.javaOptions=Tiered",
         check=False,
     )
     assert refused.returncode != 0 and "javaOptions" in refused.stderr

@@ -183,7 +183,11 @@ def spark_runtime(s: LocalSettings, cfg: LakehouseConfig) -> SparkRuntime:
             map(str, setup_artifacts.spark_jars(s.tools))
         ),
         "spark.driver.memory": os.environ.get("LOGBERG_DRIVER_MEMORY", "2g"),
-        "spark.driver.extraJavaOptions": f"{JIT_OPTIONS} {cds} -Dderby.system.home={spark_dir} {joined_java_options()}".strip(),
+        "spark.driver.extraJavaOptions": " ".join(
+            o
+            for o in (JIT_OPTIONS, cds, f"-Dderby.system.home={spark_dir}", joined_java_options())
+            if o
+        ),
         "spark.sql.shuffle.partitions": shuffle,
         "spark.default.parallelism": shuffle,
         "spark.sql.adaptive.enabled": "true",

@@ -174,16 +174,17 @@ def _checked_java_options(raw: str) -> tuple[str, ...]:
         return ()
     stray = [o for o in options if not o.startswith("-")]
     if stray:
-        raise ConfigError(f"{JAVA_OPTIONS_ENV}: {stray[0]!r} is not a JVM option (they start with -)")
+        raise ConfigError(
+            f"{JAVA_OPTIONS_ENV}: {stray[0]!r} is not a JVM option (they start with -)"
+        )
     java = java_home() / "bin" / "java"
     done = subprocess.run(
         [str(java), *options, "-version"], capture_output=True, text=True, timeout=60
     )
     if done.returncode != 0:
         said = (done.stderr or done.stdout).strip().splitlines()
-        raise ConfigError(
-            f"{JAVA_OPTIONS_ENV}={raw!r}: the JVM refuses it: {said[0] if said else done.returncode}"
-        )
+        why = said[0] if said else f"exit {done.returncode}"
+        raise ConfigError(f"{JAVA_OPTIONS_ENV}={raw!r}: the JVM refuses it: {why}")
     return options
 
 
