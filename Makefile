@@ -159,7 +159,9 @@ clean: down ## remove local state (.logberg); keeps .venv and .tools
 
 # ------------------------------------------------------------------ tests and lint
 .PHONY: test
-test: setup tools checkov browser prometheus test-images eks-minio ## the whole test suite (unit, integration, static, containers), as CI runs it
+# Each lane makes what only its own tests need (the cluster, the images, checkov, chromium,
+# MinIO) at its start: tests/helpers/lanes.py.
+test: setup tools prometheus ## the whole test suite (unit, integration, static, containers, cluster), as CI runs it
 	TEST_LANES=$(TEST_LANES) $(BIN)/python -m $(LANES_MODULE) --durations=25 $(PYTEST_ARGS)
 
 .PHONY: test-fast

@@ -1,5 +1,6 @@
 """`make test` in two lanes at once: the live cluster and the containers in one pytest, the
-tiers that need neither in another, beside it.
+tiers that need neither in another, beside it; each lane first makes what only its own tests
+need.
 
 Why: the cluster tier waits a lot (pods scheduled and started, an operator's resync, a
 Spark application's driver asking for its executor). On the 2-core CI machine a third of
@@ -7,22 +8,27 @@ both cores sat idle through it (vmstat, 5 s samples, the deployment and test_fau
 the integration tier, which needs no cluster, waited its turn behind it. Run side by side,
 the second lane fills that idle time.
 
+* Each lane is a few steps, run in order, stopping at the first failure: `make` of what its
+  tests need and the other lane's do not, then pytest. So the local lane's tests start
+  while the cluster lane still builds Kubernetes and the images (on a cold machine, a
+  quarter of an hour of Go and image builds), and the MinIO build waits until the only
+  test that needs it is next.
 * The `cluster` lane keeps the CPU when both want it: the other lane runs at `nice`
   NICE, so a test that waits on the cluster is not slowed by much, and each lane's own
   timeouts stay as they were (no test asserts a time).
 * The containers tier stays in the cluster lane, after it (and then one integration file,
-  MOVED, to even the lanes' ends): its podman networks change the
-  host's iptables, which the cluster's own tests compare before and after.
+  MOVED, to even the lanes' ends): its podman networks change the host's iptables, which
+  the cluster's own tests compare before and after.
 * The lanes share nothing else: each integration service takes a free port
   (tests/conftest.py), the cluster's homes are /tmp/lbk-*, and the leftovers reaper removes
   only what a dead run left.
 
-Each lane's lines are printed as they come, prefixed with the lane's name; each lane ends
-with its own tier table and slowest tests, and this prints both lanes' exit and wall time
-last. The run fails when either lane fails.
+Each lane's lines are printed as they come, prefixed with the lane's name; each pytest
+prints its own tables, and this prints every step's exit and wall time last. The run
+fails when either lane fails.
 
-Pytest arguments pass through to both lanes. When they name tests (a path), or with
-TEST_LANES=1, one pytest runs them as before.
+Pytest arguments pass through to every pytest. When they name tests (a path), or with
+TEST_LANES=1, one pytest runs them as before, after every lane's `make`.
 """
 
 from __future__ import annotations
@@ -39,24 +45,70 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 NICE = 5
-NO_TESTS = 5  # pytest's exit code when a lane's selection (say -m static) has no tests
+NO_TESTS = 5  # pytest's exit code when a selection (say -m static) has no tests
+
+
+@dataclass(frozen=True)
+class Step:
+    """One command of a lane: `make` of targets (at once, each target's output kept
+    together), or pytest over paths."""
+
+    make: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()  # files of its paths another step runs
+
+    def argv(self, args: Sequence[str]) -> list[str]:
+        if self.make:
+            jobs = f"-j{len(self.make)}"
+            return ["make", "--no-print-directory", jobs, "--output-sync=target", *self.make]
+        ignored = [f"--ignore={path}" for path in self.ignore]
+        return [sys.executable, "-m", "pytest", *args, *ignored, *self.paths]
+
+    def label(self) -> str:
+        return "make " + " ".join(self.make) if self.make else "pytest " + " ".join(self.paths)
 
 
 @dataclass(frozen=True)
 class Lane:
     name: str
-    paths: tuple[str, ...]
+    steps: tuple[Step, ...]
     nice: int = 0
-    ignore: tuple[str, ...] = ()  # files of its paths another lane runs
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return tuple(p for step in self.steps for p in step.paths)
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        return tuple(t for step in self.steps for t in step.make)
 
 
-# The cluster lane also takes the slowest integration file that needs no cluster, after the
-# containers, so that the two lanes end near the same time (6a83d5a's run: cluster 2749 s,
-# local 3534 s, with test_spark_modes.py 521 s of the local one).
+# The cluster lane also takes an integration file that needs no cluster, after the
+# containers, so that the two lanes end near the same time. 09d4306's run: cluster lane
+# 2782 s with all of test_spark_modes.py (418 s), local 2440 s; that file is now two, the
+# same tables in both modes here (test_spark_modes.py) and the server's sessions, output
+# and settings (test_connect_server.py) in the local lane.
 MOVED = ("tests/integration/test_spark_modes.py",)
+# The only test of the MinIO that `make eks-minio` builds (cold: 5 min of Go).
+EKS = "tests/integration/test_eks_s3_policies.py"
 LANES = (
-    Lane("cluster", ("tests/cluster", "tests/containers", *MOVED)),
-    Lane("local", ("tests/integration", "tests/static", "tests/unit"), nice=NICE, ignore=MOVED),
+    Lane(
+        "cluster",
+        (
+            Step(make=("cluster-build", "test-images")),
+            Step(paths=("tests/cluster", "tests/containers", *MOVED)),
+        ),
+    ),
+    Lane(
+        "local",
+        (
+            Step(make=("checkov", "browser")),
+            Step(paths=("tests/integration", "tests/static", "tests/unit"), ignore=(*MOVED, EKS)),
+            Step(make=("eks-minio",)),
+            Step(paths=(EKS,)),
+        ),
+        nice=NICE,
+    ),
 )
 
 
@@ -72,71 +124,106 @@ def lanes_wanted(args: Sequence[str], env: dict[str, str]) -> bool:
     return setting == "2" and not names_tests(args)
 
 
-def command(lane: Lane, args: Sequence[str]) -> list[str]:
-    ignored = [f"--ignore={path}" for path in lane.ignore]
-    pytest = [sys.executable, "-m", "pytest", *args, *ignored, *lane.paths]
-    return ["nice", "-n", str(lane.nice), *pytest] if lane.nice else pytest
+def command(lane: Lane, step: Step, args: Sequence[str]) -> list[str]:
+    argv = step.argv(args)
+    return ["nice", "-n", str(lane.nice), *argv] if lane.nice else argv
 
 
 def combined(codes: dict[str, int]) -> int:
-    """Both lanes' exit codes as one: the first failure; a lane with nothing selected
-    counts as passed when the other ran tests."""
+    """Exit codes (of lanes, or of one lane's steps) as one: the first failure; nothing
+    selected counts as passed when the others ran tests."""
     ran = {n: c for n, c in codes.items() if c != NO_TESTS}
     if not ran:
         return NO_TESTS
     return next((c for c in ran.values() if c != 0), 0)
 
 
-def _relay(name: str, width: int, stream: object, lock: threading.Lock) -> None:
-    for raw in iter(stream.readline, b""):  # type: ignore[attr-defined]
-        line = raw.decode("utf-8", "replace").rstrip("\n")
-        with lock:
-            sys.stdout.write(f"[{name:<{width}}] {line}\n")
+@dataclass
+class Ran:
+    """What a step did: its exit code and wall time."""
+
+    label: str
+    code: int
+    seconds: float
+    make: bool
+
+
+class LaneRun:
+    """A lane's steps, one after the other in a thread, each one's lines prefixed."""
+
+    def __init__(self, lane: Lane, args: Sequence[str], width: int, lock: threading.Lock):
+        self.lane, self.args, self.width, self.lock = lane, args, width, lock
+        self.ran: list[Ran] = []
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.stopped = False
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _say(self, line: str) -> None:
+        with self.lock:
+            sys.stdout.write(f"[{self.lane.name:<{self.width}}] {line}\n")
             sys.stdout.flush()
+
+    def _run(self) -> None:
+        for step in self.lane.steps:
+            if self.stopped:
+                return
+            started = time.monotonic()
+            self._say(f"== {step.label()}")
+            self.proc = subprocess.Popen(
+                command(self.lane, step, self.args),
+                cwd=REPO,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=dict(os.environ, PYTHONUNBUFFERED="1"),
+            )
+            assert self.proc.stdout is not None
+            for raw in iter(self.proc.stdout.readline, b""):
+                self._say(raw.decode("utf-8", "replace").rstrip("\n"))
+            code = self.proc.wait()
+            self.ran.append(Ran(step.label(), code, time.monotonic() - started, bool(step.make)))
+            if code not in (0, NO_TESTS):
+                return
+
+    def interrupt(self) -> None:
+        self.stopped = True
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+
+    @property
+    def code(self) -> int:
+        """A failed `make` fails the lane; else its pytests' codes, combined."""
+        made = [r.code for r in self.ran if r.make and r.code != 0]
+        tested = {f"{i}": r.code for i, r in enumerate(self.ran) if not r.make}
+        return made[0] if made else combined(tested) if tested else 1
+
+    @property
+    def seconds(self) -> float:
+        return sum(r.seconds for r in self.ran)
 
 
 def run_lanes(args: Sequence[str], lanes: Sequence[Lane] = LANES) -> int:
     width = max(len(lane.name) for lane in lanes)
     lock = threading.Lock()
     started = time.monotonic()
-    procs: dict[str, subprocess.Popen[bytes]] = {}
-    relays: list[threading.Thread] = []
-    ended: dict[str, float] = {}
-    for lane in lanes:
-        proc = subprocess.Popen(
-            command(lane, args),
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=dict(os.environ, PYTHONUNBUFFERED="1"),
-        )
-        procs[lane.name] = proc
-        t = threading.Thread(target=_relay, args=(lane.name, width, proc.stdout, lock), daemon=True)
-        t.start()
-        relays.append(t)
-    codes: dict[str, int] = {}
+    runs = [LaneRun(lane, args, width, lock) for lane in lanes]
+    for run in runs:
+        run.thread.start()
     try:
-        while len(codes) < len(procs):
-            for name, proc in procs.items():
-                if name not in codes and proc.poll() is not None:
-                    codes[name] = proc.returncode
-                    ended[name] = time.monotonic() - started
+        while any(run.thread.is_alive() for run in runs):
             time.sleep(1)
     except KeyboardInterrupt:  # pass it on: each pytest tears its fixtures down
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-        for name, proc in procs.items():
-            codes[name] = proc.wait()
-            ended.setdefault(name, time.monotonic() - started)
-    for t in relays:
-        t.join(timeout=10)
-    print("\n== make test: lanes (run at once) ==")
-    for lane in lanes:
-        print(
-            f"  {lane.name:<{width}} exit {codes[lane.name]:>3}  {ended[lane.name]:7.0f} s  "
-            f"{' '.join(lane.paths)}" + (f"  (nice {lane.nice})" if lane.nice else "")
-        )
+        for run in runs:
+            run.interrupt()
+        for run in runs:
+            run.thread.join()
+    codes = {run.lane.name: run.code for run in runs}
+    print("\n== make test: lanes (run at once; each lane's steps in order) ==")
+    for run in runs:
+        nice = f"  (nice {run.lane.nice})" if run.lane.nice else ""
+        code = codes[run.lane.name]
+        print(f"  {run.lane.name:<{width}} exit {code:>3}  {run.seconds:7.0f} s{nice}")
+        for r in run.ran:
+            print(f"  {'':<{width}}   exit {r.code:>3}  {r.seconds:7.0f} s  {r.label}")
     print(f"  {'all':<{width}} exit {combined(codes):>3}  {time.monotonic() - started:7.0f} s")
     return combined(codes)
 
@@ -144,6 +231,11 @@ def run_lanes(args: Sequence[str], lanes: Sequence[Lane] = LANES) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not lanes_wanted(args, dict(os.environ)):
+        # One pytest, after what every lane would make.
+        targets = [t for lane in LANES for t in lane.targets]
+        made = subprocess.call(Step(make=tuple(targets)).argv(args), cwd=REPO)
+        if made != 0:
+            return made
         return subprocess.call([sys.executable, "-m", "pytest", *args], cwd=REPO)
     return run_lanes(args)
 

@@ -24,43 +24,22 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from logberg_platform import connect_server, local
+from logberg_platform import connect_server
 from logberg_platform.local_settings import LocalSettings
-from tests.conftest import REPO, reset_namespace, run_logberg
+from tests.conftest import REPO, reset_namespace
 from tests.helpers.prometheus import pushgateway
+from tests.integration.modes import MODES, ok
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("lakehouse")]
 
-MODES = {
-    "connect": {"LOGBERG_SPARK_MODE": "connect"},
-    "in-process": {"LOGBERG_SPARK_MODE": "in-process"},
-}
 DAY = "2025-02-01"
 SUMMARY = re.compile(r"files=(\d+) \(of (\d+) seen, (\d+) changed\)")
-
-
-@pytest.fixture(scope="module")
-def server(lakehouse: LocalSettings) -> Iterator[LocalSettings]:
-    """This home's Spark Connect server, for the module."""
-    s = lakehouse
-    cfg = local.lakehouse_config(s)
-    connect_server.start(s, cfg, local.spark_runtime(s, cfg))
-    try:
-        yield s
-    finally:
-        connect_server.stop(s)
 
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with pushgateway(tmp_path_factory.mktemp("gateway")) as url:
         yield url
-
-
-def ok(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    r = run_logberg(args, env)
-    assert r.returncode == 0, r.stderr[-3000:]
-    return r
 
 
 def land(landing: Path, seed: int, lines: int = 500) -> tuple[Path, int]:

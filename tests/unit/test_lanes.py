@@ -1,32 +1,56 @@
-"""`make test`'s lanes (tests/helpers/lanes.py): two real pytest runs at once, their lines
-prefixed, their exits combined; the settings that pick one run or two."""
+"""`make test`'s lanes (tests/helpers/lanes.py): two real lanes at once, each its steps in
+order, their lines prefixed, their exits combined; the settings that pick one run or two;
+every lane's make targets exist."""
 
 from __future__ import annotations
 
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import lanes
-from tests.helpers.lanes import LANES, Lane, combined, command, lanes_wanted, run_lanes
+from tests.helpers.lanes import LANES, Lane, Step, combined, command, lanes_wanted, run_lanes
 
 
 def test_every_tier_is_in_exactly_one_lane_and_the_containers_follow_the_cluster() -> None:
     tiers = sorted(p.name for p in (lanes.REPO / "tests").iterdir() if p.is_dir()
                    and any(p.glob("test_*.py")))  # fmt: skip
-    dirs = [p for lane in LANES for p in lane.paths if (lanes.REPO / p).is_dir()]
+    steps = [(lane, step) for lane in LANES for step in lane.steps]
+    dirs = [p for _, step in steps for p in step.paths if (lanes.REPO / p).is_dir()]
     assert sorted(Path(p).name for p in dirs) == tiers
-    # A file one lane takes from another's folder is ignored there: each test runs once.
-    for lane in LANES:
-        for path in lane.paths:
+    # A file another step takes from a step's folder is ignored there: each test runs once.
+    for lane, step in steps:
+        for path in step.paths:
             if (lanes.REPO / path).is_file():
-                assert sum(path in other.ignore for other in LANES) == 1, path
-                home = next(o for o in LANES if str(Path(path).parent) in o.paths)
-                assert path in home.ignore and f"--ignore={path}" in command(home, [])
+                assert sum(path in s.ignore for _, s in steps) == 1, path
+                home = next(s for _, s in steps if str(Path(path).parent) in s.paths)
+                assert f"--ignore={path}" in command(lane, home, [])
     cluster = next(lane for lane in LANES if "tests/cluster" in lane.paths)
     assert cluster.paths.index("tests/containers") > cluster.paths.index("tests/cluster")
     assert cluster.nice == 0 and all(lane.nice > 0 for lane in LANES if lane is not cluster)
-    assert command(LANES[1], ["-x"])[:3] == ["nice", "-n", str(lanes.NICE)]
+    assert command(LANES[1], LANES[1].steps[0], ["-x"])[:3] == ["nice", "-n", str(lanes.NICE)]
+
+
+def test_each_lane_makes_what_its_tests_need_before_them() -> None:
+    cluster, local = LANES
+    for lane, needs, tests in (
+        (cluster, {"cluster-build", "test-images"}, "tests/cluster"),
+        (local, {"checkov", "browser"}, "tests/static"),
+        (local, {"eks-minio"}, lanes.EKS),
+    ):
+        made = next(i for i, s in enumerate(lane.steps) if needs <= set(s.make))
+        runs = next(i for i, s in enumerate(lane.steps) if tests in s.paths)
+        assert made < runs, (lane.name, needs)
+    # Every target exists: make -n expands them (a typo fails here, not an hour into CI).
+    targets = sorted({t for lane in LANES for t in lane.targets})
+    proc = subprocess.run(
+        ["make", "-n", *targets], cwd=lanes.REPO, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert Step(make=("a", "b")).argv([])[:4] == ["make", "--no-print-directory", "-j2",
+                                                    "--output-sync=target"]  # fmt: skip
 
 
 def test_a_path_or_one_lane_runs_one_pytest_and_a_bad_setting_is_named() -> None:
@@ -60,12 +84,39 @@ def test_two_real_lanes_run_at_once_print_prefixed_and_one_failure_fails_the_run
             "        time.sleep(0.1)\n"
             f"    assert {ok}, 'lane {mine} fails on purpose'\n"
         )
-    two = (Lane("first", (str(tmp_path / "test_a.py"),)),
-           Lane("second", (str(tmp_path / "test_b.py"),), nice=3))  # fmt: skip
+    # A lane's steps run in order, and a failing one ends its lane.
+    for name in ("c", "d"):
+        (tmp_path / f"test_{name}.py").write_text(
+            f"import pathlib\ndef test_{name}():\n"
+            f"    pathlib.Path({str(tmp_path)!r}, 'ran-{name}').touch()\n"
+        )
+    two = (Lane("first", (Step(paths=(str(tmp_path / "test_a.py"),)),
+                          Step(paths=(str(tmp_path / "test_d.py"),)))),
+           Lane("second", (Step(paths=(str(tmp_path / "test_b.py"),)),
+                           Step(paths=(str(tmp_path / "test_c.py"),))), nice=3))  # fmt: skip
     code = run_lanes(["-p", "no:cacheprovider", "--rootdir", str(tmp_path)], two)
     out = capsys.readouterr().out
     assert code == 1, out
+    assert (tmp_path / "ran-d").exists() and not (tmp_path / "ran-c").exists(), out
+    test_d = re.escape(f"pytest {tmp_path / 'test_d.py'}")
+    assert re.search(rf"^ +exit +0 +\d+ s  {test_d}$", out, re.M), out
     assert "[first ] " in out and "1 passed" in out
     assert "[second] " in out and "lane b fails on purpose" in out
     assert "  first  exit   0" in out and "  second exit   1" in out
     assert "  all    exit   1" in out
+
+
+def test_a_failed_make_ends_its_lane_and_fails_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "test_c.py").write_text(
+        f"import pathlib\ndef test_c():\n    pathlib.Path({str(tmp_path)!r}, 'ran-c').touch()\n"
+    )
+    lane = Lane(
+        "only", (Step(make=("no-such-target",)), Step(paths=(str(tmp_path / "test_c.py"),)))
+    )
+    code = run_lanes(["-p", "no:cacheprovider", "--rootdir", str(tmp_path)], (lane,))
+    out = capsys.readouterr().out
+    assert code == 2, out
+    assert "No rule to make target 'no-such-target'" in out
+    assert not (tmp_path / "ran-c").exists(), out
