@@ -1,5 +1,5 @@
-"""`logberg maintain` and time travel / `logberg rollback`, against the real metastore: 50
-small ingests compacted with identical results, snapshots expired, orphans removed only past
+"""`logberg maintain` and time travel / `logberg rollback`, against the real metastore:
+FILES small ingests compacted with identical results, snapshots expired, orphans removed only past
 the margin; `query --as-of` sees the past and `rollback` restores it."""
 
 from __future__ import annotations
@@ -25,6 +25,9 @@ from tests.integration.test_ingest import generate
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("lakehouse")]
 
 TABLE = "nginx_logs.access_logs"
+# Small files, one commit each, over two days: 10 per partition, twice rewrite_data_files'
+# default min-input-files (5), so compaction has work in each (one ingest commit is ~2 s).
+FILES = 20
 DAYS = "'2024-02-01', '2024-02-02'"
 AGGREGATE = (
     f"SELECT date, COUNT(*), COUNT(DISTINCT event_id), SUM(response_size), "
@@ -64,15 +67,15 @@ def ingest_one(spark: Any, out: Path, seed: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def fifty_ingests(spark: Any, lakehouse: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """50 tiny files, ingested with one commit each: at least 50 small data files."""
+def small_ingests(spark: Any, lakehouse: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """FILES tiny files, ingested with one commit each: at least FILES small data files."""
     reset_namespace(spark)  # snapshot and file counts below are this module's own
     out = tmp_path_factory.mktemp("landing-maintain")
     generate(
         out,
         41,
         "--num-files",
-        "50",
+        str(FILES),
         "--lines-per-file",
         "30",
         "--start-date",
@@ -84,7 +87,7 @@ def fifty_ingests(spark: Any, lakehouse: Any, tmp_path_factory: pytest.TempPathF
     )
     one_commit_per_file = IngestConfig(inputs=(out.as_uri(),), max_bytes_per_commit=1, verify=False)
     res = ingest(spark, one_commit_per_file)
-    assert res.total.files == 50
+    assert res.total.files == FILES
     return out
 
 
@@ -97,13 +100,13 @@ def test_orphan_margin_below_three_days_is_refused(lakehouse: Any) -> None:
 
 @pytest.mark.slow
 def test_maintain_compacts_and_expires_with_identical_results(
-    spark: Any, fifty_ingests: Path
+    spark: Any, small_ingests: Path
 ) -> None:
     files_before = data_files(spark)
-    assert files_before >= 50
+    assert files_before >= FILES
     before = spark.sql(AGGREGATE).collect()
     snapshots_before = spark.sql(f"SELECT COUNT(*) FROM {TABLE}.snapshots").collect()[0][0]
-    assert snapshots_before >= 50
+    assert snapshots_before >= FILES
 
     r = run_logberg(
         ["maintain", "--table", "access_logs", "--retention-days", "0", "--retain-last", "1"],
@@ -120,12 +123,12 @@ def test_maintain_compacts_and_expires_with_identical_results(
     ).collect()[0]
     assert run.status == "ok" and run.retries == 0
     assert run.data_files_after < run.data_files_before
-    assert run.snapshots_before >= 50 and run.snapshots_after == 1
+    assert run.snapshots_before >= FILES and run.snapshots_after == 1
     assert run.records_after == run.records_before
 
 
 @pytest.mark.slow
-def test_orphans_removed_only_past_the_margin(spark: Any, fifty_ingests: Path) -> None:
+def test_orphans_removed_only_past_the_margin(spark: Any, small_ingests: Path) -> None:
     orphan = table_location(spark) / "data" / "date=2024-02-01" / "00000-0-planted-orphan.parquet"
     orphan.parent.mkdir(parents=True, exist_ok=True)
     orphan.write_bytes(b"PAR1" + b"\0" * 64 + b"PAR1")
