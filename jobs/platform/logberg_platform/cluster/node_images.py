@@ -129,6 +129,39 @@ def containerd_has(socket: Path, ref: str) -> bool:
     return ref in ctr(socket, "images", "ls", "-q").split()
 
 
+def stream_import(socket: Path, refs: list[str], timeout: float = 900) -> None:
+    """`podman save` piped into `ctr images import -`: one docker archive of the images (the
+    layers they share written once), imported as it is written, never stored on disk."""
+    save = ["podman", "save", "--multi-image-archive", "--format", "docker-archive", *refs]
+    load_ = ["ctr", "--address", str(socket), "-n", NAMESPACE, "images", "import", "-"]
+    with tempfile.TemporaryFile() as save_err:
+        saver = subprocess.Popen(save, stdout=subprocess.PIPE, stderr=save_err)
+        assert saver.stdout is not None
+        try:
+            loader = subprocess.run(
+                load_, stdin=saver.stdout, capture_output=True, text=True, timeout=timeout
+            )
+        finally:
+            saver.stdout.close()  # a loader that stopped reading ends the writer (SIGPIPE)
+            try:
+                saver.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                saver.kill()
+                saver.wait()
+        save_err.seek(0)
+        said = save_err.read().decode(errors="replace").strip()
+    failed = [
+        f"{what} failed (exit {code}): {text.strip()[-2000:]}"
+        for what, code, text in (
+            (f"podman save {' '.join(refs)}", saver.returncode, said),
+            ("ctr images import", loader.returncode, loader.stderr or loader.stdout),
+        )
+        if code != 0
+    ]
+    if failed:  # both, when one side's failure broke the pipe for the other
+        raise ServiceError("; ".join(failed))
+
+
 def load(
     socket: Path,
     refs: list[str],
@@ -149,12 +182,8 @@ def load(
         if not podman_has(f):
             raise ConfigError(f"image {f} not found in podman (podman images)")
     if missing:
-        with tempfile.TemporaryDirectory(prefix="logberg-load-") as tmp:
-            archive = Path(tmp) / "images.tar"
-            save = ["podman", "save", "--multi-image-archive", "--format", "docker-archive"]
-            run([*save, "-o", str(archive), *missing], 900)
-            log(f"images {' '.join(missing)}: importing into containerd")
-            ctr(socket, "images", "import", str(archive), timeout=900)
+        log(f"images {' '.join(missing)}: importing into containerd")
+        stream_import(socket, missing)
     for ref in refs:
         if not containerd_has(socket, full[ref]):
             raise ServiceError(f"ctr images import did not register {full[ref]}")
