@@ -200,8 +200,14 @@ def deployed() -> Iterator[Deployed]:
                             {
                                 "generator": {"args": DEMO_ARGS},
                                 "monitoring": {"pushgatewayUrl": d.gateway},
-                                # As tests/conftest.py's TEST_JAVA_OPTIONS: small data.
-                                "spark": {"javaOptions": TEST_JAVA_OPTIONS},
+                                "spark": {
+                                    # As tests/conftest.py's TEST_JAVA_OPTIONS: small data.
+                                    "javaOptions": TEST_JAVA_OPTIONS,
+                                    # One retry of a failed run (values-kind.yaml: 3): what
+                                    # the fault tests need (a second attempt, or a re-apply),
+                                    # and a failing job fails after 2 drivers, not 4.
+                                    "restartPolicy": {"onFailureRetries": 1},
+                                },
                             }
                         )
                     )

@@ -39,8 +39,12 @@ VIA_SERVER = f"through the Spark Connect server {SERVER}"
 
 DAYS = "SELECT CAST(date AS STRING) AS day, COUNT(*) AS n FROM nginx_logs.access_logs GROUP BY date"
 REJECTS = "SELECT COUNT(*) AS n FROM nginx_logs.access_logs_rejects"
-# Long enough to be killed in the middle (one task of a few tens of seconds on one core).
-LONG = "SELECT max(sha2(CAST(id AS STRING), 256)) AS m FROM range(0, 40000000, 1, 1)"
+# Long enough to be killed in the middle, idle while it lasts: one task that sleeps 20 x 1 s
+# (the server finishes a detached query; a CPU-bound one would burn a core all that time).
+LONG = (
+    "SELECT max(s) AS m FROM "
+    "(SELECT reflect('java.lang.Thread', 'sleep', 1000L) AS s FROM range(0, 20, 1, 1))"
+)
 
 
 def _connect(d: Deployed, on: bool) -> None:
