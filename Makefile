@@ -159,9 +159,9 @@ clean: down ## remove local state (.logberg); keeps .venv and .tools
 
 # ------------------------------------------------------------------ tests and lint
 .PHONY: test
-# Each lane makes what only its own tests need (the cluster, the images, checkov, chromium,
-# MinIO) at its start: tests/helpers/lanes.py.
-test: setup tools prometheus ## the whole test suite (unit, integration, static, containers, cluster), as CI runs it
+# Each lane makes what its tests need at its start (the local lane `setup`, checkov, chromium
+# and MinIO; the cluster lane the cluster and the images, beside `setup`): tests/helpers/lanes.py.
+test: $(VENV)/.installed tools prometheus ## the whole test suite (unit, integration, static, containers, cluster), as CI runs it
 	TEST_LANES=$(TEST_LANES) $(BIN)/python -m $(LANES_MODULE) --durations=25 $(PYTEST_ARGS)
 
 .PHONY: test-fast

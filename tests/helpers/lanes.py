@@ -13,6 +13,11 @@ the second lane fills that idle time.
   while the cluster lane still builds Kubernetes and the images (on a cold machine, a
   quarter of an hour of Go and image builds), and the MinIO build waits until the only
   test that needs it is next.
+* `make setup` (the jars, the S3 server, the JVM class archive: 1.5 min warm, 4 cold) is
+  the local lane's first step, beside the cluster lane's builds, which do not need it; the
+  cluster lane's pytest, which does, waits for it (`Step.after`). Before, `make test` made
+  it before either lane began, so the cluster lane's builds, the run's longest path on a
+  cold machine, started after it.
 * The `cluster` lane keeps the CPU when both want it: the other lane runs at `nice`
   NICE, so a test that waits on the cluster is not slowed by much, and each lane's own
   timeouts stay as they were (no test asserts a time).
@@ -56,6 +61,7 @@ class Step:
     make: tuple[str, ...] = ()
     paths: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()  # files of its paths another step runs
+    after: tuple[str, ...] = ()  # make targets of another lane's steps, made before this starts
 
     def argv(self, args: Sequence[str]) -> list[str]:
         if self.make:
@@ -96,13 +102,13 @@ LANES = (
         "cluster",
         (
             Step(make=("cluster-build", "test-images")),
-            Step(paths=("tests/cluster", "tests/containers", *MOVED)),
+            Step(paths=("tests/cluster", "tests/containers", *MOVED), after=("setup",)),
         ),
     ),
     Lane(
         "local",
         (
-            Step(make=("checkov", "browser")),
+            Step(make=("setup", "checkov", "browser")),
             Step(paths=("tests/integration", "tests/static", "tests/unit"), ignore=(*MOVED, EKS)),
             Step(make=("eks-minio",)),
             Step(paths=(EKS,)),
@@ -140,22 +146,58 @@ def combined(codes: dict[str, int]) -> int:
 
 @dataclass
 class Ran:
-    """What a step did: its exit code and wall time."""
+    """What a step did (or a wait for another lane's make): its exit code and wall time.
+    `prepares`: a make or a wait, whose failure fails the lane (a pytest's code combines)."""
 
     label: str
     code: int
     seconds: float
-    make: bool
+    prepares: bool
+
+
+class Made:
+    """Which make targets the lanes' steps have made, for the steps that wait on them."""
+
+    def __init__(self, lanes: Sequence[Lane]):
+        made = {t for lane in lanes for t in lane.targets}
+        for lane in lanes:
+            for step in lane.steps:
+                missing = set(step.after) - made
+                if missing:  # nothing would ever make it: fail now, not after a wait
+                    raise SystemExit(f"lane {lane.name}: no lane makes {sorted(missing)}")
+        self.codes: dict[str, int] = {}
+        self.changed = threading.Condition()
+
+    def record(self, targets: Sequence[str], code: int) -> None:
+        with self.changed:
+            self.codes.update(dict.fromkeys(targets, code))
+            self.changed.notify_all()
+
+    def record_missing(self, targets: Sequence[str], code: int) -> None:
+        """`code` for those of `targets` not recorded yet (their lane ended before them)."""
+        with self.changed:
+            self.record([t for t in targets if t not in self.codes], code)
+
+    def wait(self, targets: Sequence[str], stopped: threading.Event) -> int:
+        """The first failure among `targets` once each is made, else 0; 130 when `stopped`."""
+        with self.changed:
+            while not set(targets) <= set(self.codes):
+                if stopped.is_set():
+                    return 130
+                self.changed.wait(timeout=1)
+        return next((self.codes[t] for t in targets if self.codes[t] != 0), 0)
 
 
 class LaneRun:
     """A lane's steps, one after the other in a thread, each one's lines prefixed."""
 
-    def __init__(self, lane: Lane, args: Sequence[str], width: int, lock: threading.Lock):
-        self.lane, self.args, self.width, self.lock = lane, args, width, lock
+    def __init__(
+        self, lane: Lane, args: Sequence[str], width: int, lock: threading.Lock, made: Made
+    ):
+        self.lane, self.args, self.width, self.lock, self.made = lane, args, width, lock, made
         self.ran: list[Ran] = []
         self.proc: subprocess.Popen[bytes] | None = None
-        self.stopped = False
+        self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _say(self, line: str) -> None:
@@ -163,9 +205,26 @@ class LaneRun:
             sys.stdout.write(f"[{self.lane.name:<{self.width}}] {line}\n")
             sys.stdout.flush()
 
+    def _wait(self, step: Step) -> bool:
+        """Wait for the make targets `step` needs from another lane; False when one failed."""
+        label = "wait for make " + " ".join(step.after)
+        self._say(f"== {label}")
+        started = time.monotonic()
+        code = self.made.wait(step.after, self.stopped)
+        self.ran.append(Ran(label, code, time.monotonic() - started, prepares=True))
+        if code != 0:
+            self._say(f"make {' '.join(step.after)} failed (exit {code}): not running the rest")
+        return code == 0
+
     def _run(self) -> None:
+        try:
+            self._steps()
+        finally:  # a lane that ends early tells the others what it did not make
+            self.made.record_missing(self.lane.targets, 1)
+
+    def _steps(self) -> None:
         for step in self.lane.steps:
-            if self.stopped:
+            if self.stopped.is_set() or (step.after and not self._wait(step)):
                 return
             started = time.monotonic()
             self._say(f"== {step.label()}")
@@ -181,19 +240,21 @@ class LaneRun:
                 self._say(raw.decode("utf-8", "replace").rstrip("\n"))
             code = self.proc.wait()
             self.ran.append(Ran(step.label(), code, time.monotonic() - started, bool(step.make)))
+            if step.make:
+                self.made.record(step.make, code)
             if code not in (0, NO_TESTS):
                 return
 
     def interrupt(self) -> None:
-        self.stopped = True
+        self.stopped.set()
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
 
     @property
     def code(self) -> int:
-        """A failed `make` fails the lane; else its pytests' codes, combined."""
-        made = [r.code for r in self.ran if r.make and r.code != 0]
-        tested = {f"{i}": r.code for i, r in enumerate(self.ran) if not r.make}
+        """A failed `make` (or wait for one) fails the lane; else its pytests' codes, combined."""
+        made = [r.code for r in self.ran if r.prepares and r.code != 0]
+        tested = {f"{i}": r.code for i, r in enumerate(self.ran) if not r.prepares}
         return made[0] if made else combined(tested) if tested else 1
 
     @property
@@ -205,7 +266,8 @@ def run_lanes(args: Sequence[str], lanes: Sequence[Lane] = LANES) -> int:
     width = max(len(lane.name) for lane in lanes)
     lock = threading.Lock()
     started = time.monotonic()
-    runs = [LaneRun(lane, args, width, lock) for lane in lanes]
+    made = Made(lanes)
+    runs = [LaneRun(lane, args, width, lock, made) for lane in lanes]
     for run in runs:
         run.thread.start()
     try:

@@ -37,12 +37,16 @@ def test_each_lane_makes_what_its_tests_need_before_them() -> None:
     cluster, local = LANES
     for lane, needs, tests in (
         (cluster, {"cluster-build", "test-images"}, "tests/cluster"),
-        (local, {"checkov", "browser"}, "tests/static"),
+        (local, {"setup", "checkov", "browser"}, "tests/static"),
         (local, {"eks-minio"}, lanes.EKS),
     ):
         made = next(i for i, s in enumerate(lane.steps) if needs <= set(s.make))
         runs = next(i for i, s in enumerate(lane.steps) if tests in s.paths)
         assert made < runs, (lane.name, needs)
+    # The cluster lane's tests need `make setup` too (the jars, for test_spark_modes and the
+    # read-backs): they wait for the local lane's, which runs beside the cluster's builds.
+    assert next(s for s in cluster.steps if "tests/cluster" in s.paths).after == ("setup",)
+    assert "setup" not in cluster.targets
     # Every target exists: make -n expands them (a typo fails here, not an hour into CI).
     targets = sorted({t for lane in LANES for t in lane.targets})
     proc = subprocess.run(
@@ -120,3 +124,42 @@ def test_a_failed_make_ends_its_lane_and_fails_the_run(
     assert code == 2, out
     assert "No rule to make target 'no-such-target'" in out
     assert not (tmp_path / "ran-c").exists(), out
+
+
+def test_a_step_waits_for_the_make_it_needs_from_another_lane(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cluster lane's pytest needs `make setup`, which the local lane makes: a step
+    with `after` starts once that make has passed, and not at all when it failed."""
+    made = tmp_path / "made"
+    # Extra targets for the repository's make (GNU make reads MAKEFILES first).
+    extra = tmp_path / "extra.mk"
+    extra.write_text(f"lanes-slow:\n\tsleep 2\n\ttouch {made}\nlanes-broken:\n\tsleep 1\n\tfalse\n")
+    monkeypatch.setenv("MAKEFILES", str(extra))
+    test = tmp_path / "test_after.py"
+    test.write_text(
+        f"import pathlib\ndef test_after():\n    assert pathlib.Path({str(made)!r}).exists()\n"
+    )
+    other = tmp_path / "test_other.py"
+    other.write_text("def test_other():\n    pass\n")
+    args = ["-p", "no:cacheprovider", "--rootdir", str(tmp_path)]
+
+    def pair(target: str) -> tuple[Lane, Lane]:
+        return (
+            Lane("maker", (Step(make=(target,)), Step(paths=(str(other),)))),
+            Lane("waiter", (Step(paths=(str(test),), after=(target,)),)),
+        )
+
+    assert run_lanes(args, pair("lanes-slow")) == 0, capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "[waiter] == wait for make lanes-slow" in out and "1 passed" in out, out
+    assert re.search(r"^ +exit +0 +\d+ s  wait for make lanes-slow$", out, re.M), out
+
+    made.unlink()
+    assert run_lanes(args, pair("lanes-broken")) == 2
+    out = capsys.readouterr().out
+    assert "make lanes-broken failed (exit 2): not running the rest" in out, out
+    assert "test_after.py" not in out and "  waiter exit   2" in out, out
+
+    with pytest.raises(SystemExit, match=r"lane waiter: no lane makes \['setup'\]"):
+        run_lanes(args, (Lane("waiter", (Step(paths=(str(test),), after=("setup",)),)),))

@@ -25,19 +25,18 @@ complete cache (all binaries plus a stamp naming the exact recipe) is reused in 
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from logberg.errors import ConfigError, ServiceError
 from logberg.versions import KubePins
+from logberg_platform.build.locks import folder_lock
 from logberg_platform.cluster.binaries import (
     COREDNS_PLUGINS,
     KUBE_COMMANDS,
@@ -89,7 +88,7 @@ def _ensure_kubernetes(go: str, tools: Path, pins: KubePins, log: Log) -> Path:
     if complete(bindir, key, names):
         log(f"kubernetes {pins.tag}: cached in {bindir}")
         return bindir
-    with _lock(bindir.parent):
+    with folder_lock(bindir.parent):
         if complete(bindir, key, names):
             return bindir
         src = bindir.parent / "src"
@@ -211,7 +210,7 @@ def _ensure_coredns(go: str, tools: Path, pins: KubePins, log: Log) -> Path:
     if complete(bindir, key, ("coredns",)):
         log(f"coredns v{pins.coredns}: cached in {bindir}")
         return bindir
-    with _lock(bindir.parent):
+    with folder_lock(bindir.parent):
         if complete(bindir, key, ("coredns",)):
             return bindir
         started = time.monotonic()
@@ -257,7 +256,7 @@ def _ensure_netpol(go: str, tools: Path, pins: KubePins, log: Log) -> Path:
     if complete(bindir, key, (NETPOL,)):
         log(f"{NETPOL} v{pins.network_policies}: cached in {bindir}")
         return bindir
-    with _lock(bindir.parent):
+    with folder_lock(bindir.parent):
         if complete(bindir, key, (NETPOL,)):
             return bindir
         started = time.monotonic()
@@ -332,15 +331,3 @@ def _install(partial: Path, bindir: Path, key: str) -> None:
     (partial / ".built").write_text(key)
     shutil.rmtree(bindir, ignore_errors=True)
     partial.rename(bindir)
-
-
-@contextlib.contextmanager
-def _lock(folder: Path) -> Iterator[None]:
-    """One build per cache folder at a time (a second caller waits, then reuses it)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / ".lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)

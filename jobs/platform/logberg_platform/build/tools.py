@@ -22,6 +22,7 @@ from pathlib import Path
 
 from logberg.errors import ConfigError, ServiceError
 from logberg.versions import pins
+from logberg_platform.build.locks import folder_lock
 
 GO_TOOLCHAIN = "1.25.4"
 GO_PROXY = "https://proxy.golang.org"
@@ -52,23 +53,26 @@ def go(tools: Path) -> str:
 
 
 def ensure_versitygw(tools: Path) -> Path:
+    """The pinned versitygw in TOOLS/bin, built once (one builder at a time: `make setup`
+    and the dev-s3 image build may ask at once; the second waits and reuses it)."""
     binary = tools / "bin" / "versitygw"
     version = pins().versitygw
     stamp = tools / "bin" / ".versitygw-version"
-    if binary.is_file() and stamp.is_file() and stamp.read_text() == version:
+    with folder_lock(tools / "versitygw"):
+        if binary.is_file() and stamp.is_file() and stamp.read_text() == version:
+            return binary
+        (tools / "bin").mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ, GOBIN=str(tools / "bin"), CGO_ENABLED="0", GOTOOLCHAIN="auto")
+        proc = subprocess.run(
+            [go(tools), "install", f"github.com/versity/versitygw/cmd/versitygw@{version}"],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode != 0:
+            raise ServiceError(f"go install versitygw@{version} failed:\n{proc.stderr[-3000:]}")
+        stamp.write_text(version)
         return binary
-    (tools / "bin").mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, GOBIN=str(tools / "bin"), CGO_ENABLED="0", GOTOOLCHAIN="auto")
-    proc = subprocess.run(
-        [go(tools), "install", f"github.com/versity/versitygw/cmd/versitygw@{version}"],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    if proc.returncode != 0:
-        raise ServiceError(f"go install versitygw@{version} failed:\n{proc.stderr[-3000:]}")
-    stamp.write_text(version)
-    return binary
 
 
 def ensure_helm_kubectl(tools: Path) -> tuple[Path, Path]:
