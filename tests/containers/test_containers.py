@@ -722,8 +722,15 @@ def test_node_load_streams_podman_images_into_containerd(
 
     with pytest.raises(ConfigError, match="logberg-nothing-such:0 not found in podman"):
         node_images.load(containerd, ["logberg-nothing-such:0"], said.append)
+    # The writer's side breaks: podman save of an image it has not.
     with pytest.raises(ServiceError, match=r"podman save localhost/logberg-nothing-such:0"):
         node_images.stream_import(containerd, ["localhost/logberg-nothing-such:0"])
+    # The reader's side breaks: no containerd behind the socket; the error names ctr's side.
+    dead = containerd.with_name("no-containerd.sock")
+    with pytest.raises(
+        ServiceError, match=r"ctr images import failed \(exit \d+\): .*no-containerd"
+    ):
+        node_images.stream_import(dead, [f"localhost/{refs[0]}"])
 
 
 # ------------------------------------------------------------------------ no secrets

@@ -121,8 +121,13 @@ def _build(ctx: Path, name: str, base_image: tuple[str, str], log: Log) -> str:
 # -- containerd -------------------------------------------------------------------------------
 
 
+def ctr_argv(socket: Path, *args: str) -> list[str]:
+    """`ctr` on the node's containerd (`socket`), in the CRI plugin's namespace."""
+    return ["ctr", "--address", str(socket), "-n", NAMESPACE, *args]
+
+
 def ctr(socket: Path, *args: str, timeout: float = 300) -> str:
-    return run(["ctr", "--address", str(socket), "-n", NAMESPACE, *args], timeout=timeout)
+    return run(ctr_argv(socket, *args), timeout=timeout)
 
 
 def containerd_has(socket: Path, ref: str) -> bool:
@@ -133,7 +138,7 @@ def stream_import(socket: Path, refs: list[str], timeout: float = 900) -> None:
     """`podman save` piped into `ctr images import -`: one docker archive of the images (the
     layers they share written once), imported as it is written, never stored on disk."""
     save = ["podman", "save", "--multi-image-archive", "--format", "docker-archive", *refs]
-    load_ = ["ctr", "--address", str(socket), "-n", NAMESPACE, "images", "import", "-"]
+    load_ = ctr_argv(socket, "images", "import", "-")
     with tempfile.TemporaryFile() as save_err:
         saver = subprocess.Popen(save, stdout=subprocess.PIPE, stderr=save_err)
         assert saver.stdout is not None
@@ -171,8 +176,8 @@ def load(
     """Import podman images into containerd (skipping those it already has). `also_as(ref)`
     names further references for the same image (`ctr images tag --force`), e.g. the
     docker.io/library/<ref> a pod's `image: <ref>` resolves to. The missing images go in
-    one archive: the layers they share (the Spark image under the operator's) are written,
-    read and unpacked once."""
+    one stream from `podman save` into `ctr images import -` (nothing written to disk): the
+    layers they share (the Spark image under the operator's) are sent and unpacked once."""
     full = {ref: ref if "/" in ref.split(":")[0] else f"localhost/{ref}" for ref in refs}
     missing = [f for f in full.values() if not containerd_has(socket, f)]
     for ref in refs:
