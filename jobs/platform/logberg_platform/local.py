@@ -188,6 +188,9 @@ def spark_runtime(s: LocalSettings, cfg: LakehouseConfig) -> SparkRuntime:
             for o in (JIT_OPTIONS, cds, f"-Dderby.system.home={spark_dir}", joined_java_options())
             if o
         ),
+        # file: paths set modes through java.nio, not a `chmod` process per new folder
+        # (jobs/logberg/java/dev/logberg/NioLocalFileSystem.java).
+        "spark.hadoop.fs.file.impl": "dev.logberg.NioLocalFileSystem",
         "spark.sql.shuffle.partitions": shuffle,
         "spark.default.parallelism": shuffle,
         "spark.sql.adaptive.enabled": "true",
