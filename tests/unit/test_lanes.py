@@ -43,9 +43,12 @@ def test_each_lane_makes_what_its_tests_need_before_them() -> None:
         made = next(i for i, s in enumerate(lane.steps) if needs <= set(s.make))
         runs = next(i for i, s in enumerate(lane.steps) if tests in s.paths)
         assert made < runs, (lane.name, needs)
-    # The cluster lane's tests need `make setup` too (the jars, for test_spark_modes and the
-    # read-backs): they wait for the local lane's, which runs beside the cluster's builds.
-    assert next(s for s in cluster.steps if "tests/cluster" in s.paths).after == ("setup",)
+    # The containers tier and test_spark_modes need `make setup` too (the jars, for their
+    # local Spark): they wait for the local lane's, which runs beside the cluster's builds.
+    # The cluster tier (Spark in pods) waits for nothing but its own lane's builds.
+    assert next(s for s in cluster.steps if "tests/containers" in s.paths).after == ("setup",)
+    assert next(s for s in cluster.steps if lanes.MOVED[0] in s.paths).after == ("setup",)
+    assert next(s for s in cluster.steps if "tests/cluster" in s.paths).after == ()
     assert "setup" not in cluster.targets
     # Every target exists: make -n expands them (a typo fails here, not an hour into CI).
     targets = sorted({t for lane in LANES for t in lane.targets})
@@ -88,7 +91,8 @@ def test_two_real_lanes_run_at_once_print_prefixed_and_one_failure_fails_the_run
             "        time.sleep(0.1)\n"
             f"    assert {ok}, 'lane {mine} fails on purpose'\n"
         )
-    # A lane's steps run in order, and a failing one ends its lane.
+    # A lane's steps run in order, and a failing pytest does not end its lane (with -x, it
+    # does: below).
     for name in ("c", "d"):
         (tmp_path / f"test_{name}.py").write_text(
             f"import pathlib\ndef test_{name}():\n"
@@ -101,13 +105,31 @@ def test_two_real_lanes_run_at_once_print_prefixed_and_one_failure_fails_the_run
     code = run_lanes(["-p", "no:cacheprovider", "--rootdir", str(tmp_path)], two)
     out = capsys.readouterr().out
     assert code == 1, out
-    assert (tmp_path / "ran-d").exists() and not (tmp_path / "ran-c").exists(), out
+    assert (tmp_path / "ran-d").exists() and (tmp_path / "ran-c").exists(), out
     test_d = re.escape(f"pytest {tmp_path / 'test_d.py'}")
     assert re.search(rf"^ +exit +0 +\d+ s  {test_d}$", out, re.M), out
     assert "[first ] " in out and "1 passed" in out
     assert "[second] " in out and "lane b fails on purpose" in out
     assert "  first  exit   0" in out and "  second exit   1" in out
     assert "  all    exit   1" in out
+
+
+def test_with_x_a_failing_pytest_ends_its_lane(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "test_fails.py").write_text("def test_fails():\n    assert False, 'on purpose'\n")
+    (tmp_path / "test_next.py").write_text(
+        f"import pathlib\ndef test_next():\n    pathlib.Path({str(tmp_path)!r}, 'ran').touch()\n"
+    )
+    lane = Lane(
+        "only", tuple(Step(paths=(str(tmp_path / f),)) for f in ("test_fails.py", "test_next.py"))
+    )
+    args = ["-p", "no:cacheprovider", "--rootdir", str(tmp_path)]
+    assert run_lanes([*args, "-x"], (lane,)) == 1
+    assert "on purpose" in capsys.readouterr().out
+    assert not (tmp_path / "ran").exists()
+    assert run_lanes(args, (lane,)) == 1
+    assert (tmp_path / "ran").exists()
 
 
 def test_a_failed_make_ends_its_lane_and_fails_the_run(
