@@ -28,20 +28,14 @@ def records(spark: SparkSession, *rows: tuple[int, int, bytes | None]) -> DataFr
 
 
 def test_a_raw_message_is_its_line_at_its_partition_and_offset(spark: SparkSession) -> None:
-    got = lines(records(spark, (0, 7, LINE), (1, 7, LINE + b"\n")), ValueFormat(), 1 << 20)
+    # One line end (\n or \r\n) is not the line's; only one is taken off.
+    ends = (b"", b"\n", b"\r\n", b"\n\n", b"\r")
+    got = lines(
+        records(spark, *((p, 7, LINE + end) for p, end in enumerate(ends))), ValueFormat(), 1 << 20
+    )
+    kept = ("", "", "", "\n", "\r")
     want = spark.createDataFrame(
-        [
-            (0, 7, "kafka://logs/0", 7, LINE.decode(), None, None),
-            (
-                1,
-                7,
-                "kafka://logs/1",
-                7,
-                LINE.decode(),
-                None,
-                None,
-            ),  # its line end is not the line's
-        ],
+        [(p, 7, f"kafka://logs/{p}", 7, LINE.decode() + k, None, None) for p, k in enumerate(kept)],
         OUT,
     )
     assertDataFrameEqual(got, want)

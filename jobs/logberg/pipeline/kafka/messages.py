@@ -44,8 +44,14 @@ def coordinates(topic: Column, partition: Column) -> Column:
 
 
 def _strip_newline(text: Column) -> Column:
-    """A shipper may keep the line's end: one trailing \\n (or \\r\\n) is not the line's."""
-    return F.regexp_replace(text, r"\r?\n$", "")
+    """A shipper may keep the line's end: one trailing \\n (or \\r\\n) is not the line's.
+    (Not a regex: `regexp_replace` took 4 s of 13 per million messages.)"""
+    n = F.length(text)
+    return (
+        F.when(text.endswith("\r\n"), F.substring(text, F.lit(1), n - 2))
+        .when(text.endswith("\n"), F.substring(text, F.lit(1), n - 1))
+        .otherwise(text)
+    )
 
 
 def lines(messages: DataFrame, value: ValueFormat, max_line_bytes: int) -> DataFrame:
