@@ -3,7 +3,11 @@
 # in its own venv VENV, so its many pins never meet the project's. Idempotent: a venv whose
 # checkov reports VERSION is kept; any other state is (re)installed.
 #
-#   PYTHON=python3 install-checkov.sh VENV VERSION
+#   PYTHON=python3 [UV=.venv/bin/uv] install-checkov.sh VENV VERSION
+#
+# With UV (an executable uv; `make checkov` passes the project venv's), uv installs it: from
+# its cache alone first, then online, as the Makefile does for the project's venv (a
+# minute of pip on a warm machine, seconds of uv). Without one, pip.
 set -euo pipefail
 
 usage="usage: install-checkov.sh VENV VERSION"
@@ -21,6 +25,12 @@ if [ -x "$checkov" ] && [ "$("$checkov" --version 2>/dev/null)" = "$version" ]; 
   exit 0
 fi
 "$python" -m venv "$venv"
-"$venv/bin/pip" install -q --upgrade pip
-"$venv/bin/pip" install -q "checkov==$version"
+uv=${UV:-}
+if [ -n "$uv" ] && [ -x "$uv" ]; then
+  install=("$uv" pip install -q --compile-bytecode --python "$venv/bin/python")
+  "${install[@]}" --offline "checkov==$version" 2>/dev/null || "${install[@]}" "checkov==$version"
+else
+  "$venv/bin/pip" install -q --upgrade pip
+  "$venv/bin/pip" install -q "checkov==$version"
+fi
 echo "checkov $("$checkov" --version) installed in $venv"

@@ -279,6 +279,44 @@ def test_checkov_install_replaces_another_version(tmp_path: Path) -> None:
     assert str(python) in proc.stderr  # it went on to create the venv anew
 
 
+def test_the_venv_holds_its_packages_bytecode() -> None:
+    """The venv's packages come compiled (`--compile-bytecode`): where PYTHONDONTWRITEBYTECODE
+    is set, as on the CI machine, nothing else writes a .pyc, and every Python process of
+    the tests would compile pyspark again (600 core-s of a `make test`, 32f93bc)."""
+    import importlib.util
+
+    import pyspark.sql.dataframe
+
+    source = pyspark.sql.dataframe.__file__
+    assert source is not None
+    assert Path(importlib.util.cache_from_source(source)).is_file(), source
+
+
+def test_checkov_install_takes_uv_from_its_cache_first_then_online(tmp_path: Path) -> None:
+    """With UV, uv installs the pinned checkov into the venv: --offline first (seconds from a
+    warm cache), online when that fails. The uv here is a script that logs its arguments
+    and, online only, leaves the bin/checkov a real install would."""
+    venv = tmp_path / "checkov-venv"
+    calls = tmp_path / "calls"
+    uv = tmp_path / "uv"
+    uv.write_text(
+        "#!/bin/sh\n"
+        f'echo "$*" >> {calls}\n'
+        'case " $* " in *" --offline "*) exit 1 ;; esac\n'
+        f"mkdir -p {venv}/bin && printf '#!/bin/sh\\necho 3.3.30\\n' > {venv}/bin/checkov\n"
+        f"chmod +x {venv}/bin/checkov\n"
+    )
+    uv.chmod(0o755)
+    proc = run("tests/tools/install-checkov.sh", str(venv), "3.3.30", env={"UV": str(uv)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == f"checkov 3.3.30 installed in {venv}\n"
+    py = f"pip install -q --compile-bytecode --python {venv}/bin/python"
+    assert calls.read_text().splitlines() == [
+        f"{py} --offline checkov==3.3.30",
+        f"{py} checkov==3.3.30",
+    ]
+
+
 def test_checkov_install_fails_fast_on_bad_settings(tmp_path: Path) -> None:
     proc = run("tests/tools/install-checkov.sh", str(tmp_path / "v"), "latest")
     assert proc.returncode == 2 and "CHECKOV_VERSION" in proc.stderr
