@@ -10,11 +10,13 @@ ones that kill or race processes run the real `logberg` command.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import signal
 import subprocess
 import sys
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,10 +26,12 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from logberg.lakehouse.kafka import TopicUri
+from logberg.lakehouse.schema import Table
+from logberg.lakehouse.session import CATALOG
 from logberg.pipeline.ingest.batch import ingest
 from logberg.pipeline.ingest.config import IngestConfig
 from logberg.pipeline.kafka.config import KafkaIngestConfig, ValueFormat
-from logberg.pipeline.kafka.job import KafkaBatchResult, ingest_topic
+from logberg.pipeline.kafka.job import KafkaBatchResult, ingest_topic, merge_new
 from logberg_platform import kafka_broker
 from logberg_platform.local_settings import LocalSettings
 from logberg_platform.supervisor import free_port
@@ -194,6 +198,41 @@ def test_a_replay_or_a_lost_checkpoint_adds_nothing(
     assert sum(b.accepted for b in replayed) == 0
     assert sum(b.duplicates for b in replayed) == manifest["totals"]["valid"]
     assert counts(spark, f"kafka://{topic}/%") == expected(manifest)
+
+
+def test_a_merge_of_new_offsets_reads_no_data_file_of_its_day(
+    spark: SparkSession, lakehouse: LocalSettings
+) -> None:
+    """A batch's MERGE names its sources' line ranges on the table's side of its condition,
+    so Iceberg leaves out the data files whose bounds miss them. Proof by removal: with the
+    day's only data file gone from disk, the MERGE of that source's next lines commits; the
+    same MERGE without the bounds has to read that file, and fails."""
+    probe = Table("kafka_bounds_probe", ())
+    name = f"{CATALOG}.{probe}"
+    spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
+    spark.sql(
+        f"CREATE TABLE {name} (date DATE, event_id STRING, source_file STRING, "
+        "line_number BIGINT) USING iceberg PARTITIONED BY (date)"
+    )
+
+    def lines(lo: int, hi: int) -> DataFrame:
+        return spark.createDataFrame(
+            [(dt.date(2025, 4, 1), f"e-{n}", "kafka://probe/0", n) for n in range(lo, hi + 1)],
+            "date DATE, event_id STRING, source_file STRING, line_number BIGINT",
+        ).coalesce(1)
+
+    lines(0, 9).writeTo(name).append()
+    (old,) = [r.file_path for r in spark.table(f"{name}.files").collect()]
+    Path(urllib.parse.urlparse(old).path).unlink()
+    merge_new(spark, probe, lines(10, 19), ["date", "event_id"], {"kafka://probe/0": (10, 19)})
+    (last,) = spark.sql(
+        f"SELECT summary['added-records'] AS a, summary['deleted-data-files'] AS d "
+        f"FROM {name}.snapshots ORDER BY committed_at DESC LIMIT 1"
+    ).collect()
+    assert (last.a, last.d) == ("10", None)
+    with pytest.raises(Exception, match=r"(?i)FileNotFound|does not exist|not found"):
+        merge_new(spark, probe, lines(20, 29), ["date", "event_id"])
+    spark.sql(f"DROP TABLE {name}")  # not PURGE: a file of it is gone already
 
 
 # -- source identity: duplicates by identity go, identical requests stay -----------------

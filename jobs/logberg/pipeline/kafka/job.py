@@ -58,6 +58,9 @@ COMMIT_RETRY = CommitRetry()
 QUERY_START_TIMEOUT_S = 600.0
 TAG = "logberg.kafka.batch"  # snapshot summary key of the batch's access_logs commit
 EARLIEST = -2  # Spark's startingOffsets for "the partition's first offset"
+# Sources (raw: partitions; envelopes: shippers' files) a batch's MERGE names in its
+# condition at most; beyond, it reads the whole of its days, as a MERGE does by itself.
+MAX_BOUNDED_SOURCES = 1000
 
 
 @dataclass
@@ -128,11 +131,39 @@ def already_committed(spark: SparkSession, query_id: str, batch_id: int) -> bool
     )
 
 
-def merge_new(spark: SparkSession, table: Table, rows: DataFrame, on: list[str]) -> None:
+def within_sources(alias: str, bounds: dict[str, tuple[int, int]]) -> Column | None:
+    """A condition on a table's own lineage columns (`alias`.source_file, .line_number)
+    that every row of the batch's sources satisfies: the source is one of `bounds` and the
+    line number within that source's least and greatest. None for no sources, or more
+    than MAX_BOUNDED_SOURCES (then the MERGE reads the days' files, as without it)."""
+    if not bounds or len(bounds) > MAX_BOUNDED_SOURCES:
+        return None
+    cond = None
+    for source, (lo, hi) in sorted(bounds.items()):
+        one = (F.col(f"{alias}.source_file") == F.lit(source)) & F.col(
+            f"{alias}.line_number"
+        ).between(F.lit(lo), F.lit(hi))
+        cond = one if cond is None else cond | one
+    return cond
+
+
+def merge_new(
+    spark: SparkSession,
+    table: Table,
+    rows: DataFrame,
+    on: list[str],
+    bounds: dict[str, tuple[int, int]] | None = None,
+) -> None:
     """Insert the rows whose key (`on`) the table does not hold. A matched row is set to
     itself: the MERGE is then a row-level operation, which Iceberg validates against
     commits made since it read the table (an insert-only MERGE is a plain append, which
-    a concurrent writer of the same rows would double)."""
+    a concurrent writer of the same rows would double).
+
+    `bounds` (each source's least and greatest line number in the batch; the key derives
+    from the source and line number) adds `within_sources` on the table's side of the
+    condition: Iceberg then reads, and validates against, only the data files whose column
+    bounds overlap the batch's. A batch of new offsets reads none, where it read every
+    file of its days before (the MERGE's cost grew with the table)."""
     target = qualified(spark, table)
     t, s = table.name, "_s"
 
@@ -144,6 +175,9 @@ def merge_new(spark: SparkSession, table: Table, rows: DataFrame, on: list[str])
         eq = col(t, k) == col(s, k)
         cond = eq if cond is None else cond & eq
     assert cond is not None
+    within = within_sources(t, bounds or {})
+    if within is not None:
+        cond = cond & within
     (
         rows.alias(s)
         .mergeInto(target, cond)
@@ -188,15 +222,25 @@ def commit_batch(
     staged = staged.persist(StorageLevel.MEMORY_AND_DISK)
     parsed: DataFrame | None = None
     try:
-        ranges = staged.groupBy("partition").agg(
+        # Per partition and source: a raw message's source is its partition (one row
+        # each); an envelope's is the shipper's file (one row per file and partition).
+        ranges = staged.groupBy("partition", "source_file").agg(
             F.min("offset").alias("lo"),
             F.max("offset").alias("hi"),
+            F.min("line_number").alias("first"),
+            F.max("line_number").alias("last"),
             F.count(F.lit(1)).alias("n"),
             F.sum(F.coalesce(F.length(F.col("value")), F.lit(0))).alias("b"),
             F.sum(F.col("bad").isNotNull().cast("int")).alias("bad"),
         )
+        bounds: dict[str, tuple[int, int]] = {}
         for r in ranges.collect():
-            res.offsets[int(r.partition)] = (int(r.lo), int(r.hi) + 1)
+            p, lo, until = int(r.partition), int(r.lo), int(r.hi) + 1
+            was = res.offsets.get(p, (lo, until))
+            res.offsets[p] = (min(was[0], lo), max(was[1], until))
+            first, last = int(r.first), int(r.last)
+            was = bounds.get(r.source_file, (first, last))
+            bounds[r.source_file] = (min(was[0], first), max(was[1], last))
             res.messages += int(r.n)
             res.bytes += int(r.b or 0)
             res.rejected += int(r.bad or 0)
@@ -216,25 +260,27 @@ def commit_batch(
         def store() -> int | None:
             spark.conf.set(key, tag)
             try:
-                merge_new(spark, ACCESS_LOGS, rows, ["date", "event_id"])
+                merge_new(spark, ACCESS_LOGS, rows, ["date", "event_id"], bounds)
             finally:
                 spark.conf.unset(key)
             return inserted(spark, ACCESS_LOGS, tag)
 
         new = COMMIT_RETRY.run(store, f"the rows of kafka batch {batch_id}")
-        counts = parsed.groupBy(F.col("reject_reason").isNull().alias("ok")).count().collect()
-        good_lines = sum(int(c["count"]) for c in counts if c.ok)
-        parse_rejects = sum(int(c["count"]) for c in counts if not c.ok)
+        # Good and rejected lines, and the good ones' days, in one pass over the cache.
+        tally = (
+            parsed.groupBy(
+                F.col("reject_reason").isNull().alias("ok"),
+                F.when(F.col("reject_reason").isNull(), F.to_date("timestamp")).alias("date"),
+            )
+            .count()
+            .collect()
+        )
+        good_lines = sum(int(c["count"]) for c in tally if c.ok)
+        parse_rejects = sum(int(c["count"]) for c in tally if not c.ok)
         res.accepted = new if new is not None else 0
         res.rejected += parse_rejects
         res.duplicates = res.messages - res.accepted - res.rejected
-        res.dates = {
-            r.date
-            for r in parsed.where(F.col("reject_reason").isNull())
-            .select(F.to_date("timestamp").alias("date"))
-            .distinct()
-            .collect()
-        }
+        res.dates = {c.date for c in tally if c.ok}
         t = res.timed("parse_write", t)
         if res.rejected:
             now = F.lit(stamp)
@@ -244,7 +290,7 @@ def commit_batch(
             if cfg.value.field is not None:
                 rejects = rejects.dropDuplicates(["source_file", "line_number"])
             COMMIT_RETRY.run(
-                lambda: merge_new(spark, REJECTS, rejects, ["source_file", "line_number"]),
+                lambda: merge_new(spark, REJECTS, rejects, ["source_file", "line_number"], bounds),
                 f"the rejects of kafka batch {batch_id}",
             )
         t = res.timed("rejects", t)
