@@ -71,13 +71,11 @@ REPORT     ?= $(LOGBERG_HOME)/report.html
 # The README's report screenshot (`make report-screenshot`).
 REPORT_PNG ?= jobs/logberg/pipeline/report/screenshot.png
 
-# uv, which installs the venv's packages (itself from PyPI, into the venv).
+# uv, which installs the venv's packages (itself from PyPI, into the venv): cache first, then
+# online, with bytecode (tests/tools/uv-install.sh says why).
 UV_VERSION    ?= 0.13.9
 VENV_PACKAGES ?= -e '.[dev,platform,connect]' -e ./jobs/platform
-# --compile-bytecode: as pip does. Python writes no .pyc where PYTHONDONTWRITEBYTECODE is
-# set (this CI machine): without it every process compiled what it imported (pyspark
-# included), 600 core-s more over a `make test`.
-UV_INSTALL    := $(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python
+UV_INSTALL    := tests/tools/uv-install.sh $(BIN)/uv $(BIN)/python
 # checkov, for the chart, image and Terraform checks: one pinned version in its own venv.
 CHECKOV_VERSION ?= 3.3.30
 CHECKOV_VENV    ?= $(TOOLS)/checkov-venv
@@ -97,13 +95,11 @@ help: ## list the targets
 # The runtime (pyproject.toml: the pipeline, the lakehouse, the job commands) and the platform
 # tooling beside it (jobs/platform: local platform, cluster, images, deploy, doctor, k8s).
 # uv installs them: from its cache in 16 s (compiling the bytecode on both cores), where pip
-# took a minute (most of it unpacking and compiling pyspark). It tries its cache alone first: a package index whose answers to
-# revalidation always say "modified" would otherwise make it download and build pyspark's
-# sdist again on every new venv; with anything missing from the cache, it goes online.
+# took a minute (most of it unpacking and compiling pyspark).
 $(VENV)/.installed: pyproject.toml jobs/platform/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q uv==$(UV_VERSION)
-	$(UV_INSTALL) --offline $(VENV_PACKAGES) 2>/dev/null || $(UV_INSTALL) $(VENV_PACKAGES)
+	$(UV_INSTALL) $(VENV_PACKAGES)
 	touch $@
 
 .PHONY: setup

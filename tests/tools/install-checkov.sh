@@ -6,8 +6,8 @@
 #   PYTHON=python3 [UV=.venv/bin/uv] install-checkov.sh VENV VERSION
 #
 # With UV (an executable uv; `make checkov` passes the project venv's), uv installs it: from
-# its cache alone first, then online, as the Makefile does for the project's venv (a
-# minute of pip on a warm machine, seconds of uv). Without one, pip.
+# its cache alone first, then online (uv-install.sh, as for the project's venv: a minute of
+# pip on a warm machine, seconds of uv). Without one, pip.
 set -euo pipefail
 
 usage="usage: install-checkov.sh VENV VERSION"
@@ -27,8 +27,7 @@ fi
 "$python" -m venv "$venv"
 uv=${UV:-}
 if [ -n "$uv" ] && [ -x "$uv" ]; then
-  install=("$uv" pip install -q --compile-bytecode --python "$venv/bin/python")
-  "${install[@]}" --offline "checkov==$version" 2>/dev/null || "${install[@]}" "checkov==$version"
+  "$(dirname "$0")/uv-install.sh" "$uv" "$venv/bin/python" "checkov==$version"
 else
   "$venv/bin/pip" install -q --upgrade pip
   "$venv/bin/pip" install -q "checkov==$version"

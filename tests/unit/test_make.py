@@ -317,6 +317,40 @@ def test_checkov_install_takes_uv_from_its_cache_first_then_online(tmp_path: Pat
     ]
 
 
+def _logging_uv(tmp_path: Path, offline_works: bool) -> tuple[Path, Path]:
+    """A uv that logs its arguments and fails --offline unless `offline_works`."""
+    calls, uv = tmp_path / "calls", tmp_path / "uv"
+    offline = "exit 0" if offline_works else "echo 'no cache' >&2; exit 1"
+    uv.write_text(
+        f'#!/bin/sh\necho "$*" >> {calls}\ncase " $* " in *" --offline "*) {offline} ;; esac\n'
+    )
+    uv.chmod(0o755)
+    return uv, calls
+
+
+@pytest.mark.parametrize("offline_works", [True, False], ids=["cached", "not-cached"])
+def test_uv_install_tries_the_cache_alone_then_online(tmp_path: Path, offline_works: bool) -> None:
+    """The Makefile's venv and checkov's share tests/tools/uv-install.sh: one offline try,
+    and online only when it fails; the offline failure's message is not shown."""
+    uv, calls = _logging_uv(tmp_path, offline_works)
+    proc = run("tests/tools/uv-install.sh", str(uv), "/v/bin/python", "-e", ".[dev]", "x==1")
+    assert proc.returncode == 0 and "no cache" not in proc.stderr, proc.stderr
+    py = "pip install -q --compile-bytecode --python /v/bin/python"
+    online = [] if offline_works else [f"{py} -e .[dev] x==1"]
+    assert calls.read_text().splitlines() == [f"{py} --offline -e .[dev] x==1", *online]
+    # The Makefile's venv recipe goes through it, with the venv's own uv and python.
+    out = make("-n", "-B", ".venv/.installed", home=tmp_path).stdout
+    uv_install = "tests/tools/uv-install.sh .venv/bin/uv .venv/bin/python"
+    assert f"{uv_install} -e '.[dev,platform,connect]' -e ./jobs/platform\n" in out
+
+
+def test_uv_install_names_a_missing_argument_or_uv(tmp_path: Path) -> None:
+    proc = run("tests/tools/uv-install.sh", str(tmp_path / "uv"), "python")
+    assert proc.returncode == 2 and "usage: uv-install.sh UV PYTHON PACKAGE..." in proc.stderr
+    proc = run("tests/tools/uv-install.sh", str(tmp_path / "uv"), "python", "x")
+    assert proc.returncode == 2 and f"uv is not an executable: '{tmp_path / 'uv'}'" in proc.stderr
+
+
 def test_checkov_install_fails_fast_on_bad_settings(tmp_path: Path) -> None:
     proc = run("tests/tools/install-checkov.sh", str(tmp_path / "v"), "latest")
     assert proc.returncode == 2 and "CHECKOV_VERSION" in proc.stderr
