@@ -15,12 +15,13 @@ the second lane fills that idle time.
   cold machine, a quarter of an hour of Go and image builds), and the MinIO build waits
   until the only test that needs it is next.
 * `make setup` (the jars, the S3 server, the JVM class archive: 1.5 min warm, 4 cold) is
-  the local lane's first step, beside the cluster lane's builds, which do not need it. Nor
-  does the cluster tier: it runs Spark in pods and talks to it from Python, so its pytest
-  starts as soon as the builds end. The containers tier and MOVED read tables back with a
-  local Spark, which needs the jars: their pytest, the cluster lane's second, waits for
-  the local lane's `setup` (`Step.after`). On a warm machine the cluster tier used to wait
-  85 s for it (eee1827); on a cold one the builds outlast `setup` anyway.
+  the local lane's first step, beside the cluster lane's builds, which do not need it. The
+  cluster lane's pytests wait for it (`Step.after`): the containers tier and MOVED read
+  tables back with a local Spark, which needs the jars, and the cluster tier waits too. It
+  started without waiting at 1fb4e3c (85 s sooner on a warm machine) and failed on CI's
+  warm machine, its deployment beside `setup`, in a way the end of the log did not show;
+  until that is understood, it starts where it passed (eee1827). On a cold machine the
+  builds outlast `setup` anyway.
 * The `cluster` lane keeps the CPU when both want it: the other lane runs at `nice`
   NICE, so a test that waits on the cluster is not slowed by much, and each lane's own
   timeouts stay as they were (no test asserts a time).
@@ -32,8 +33,10 @@ the second lane fills that idle time.
   only what a dead run left.
 
 Each lane's lines are printed as they come, prefixed with the lane's name; each pytest
-prints its own tables, and this prints every step's exit and wall time last. The run
-fails when either lane fails.
+prints its own tables, and this prints every step's exit and wall time last, then what
+failed: each failing pytest's short summary and its failures' `E` lines, each failed
+make's last lines (`Failures`), since a long run's log may be read from its end only. The
+run fails when either lane fails.
 
 Pytest arguments pass through to every pytest. When they name tests (a path), or with
 TEST_LANES=1, one pytest runs them as before, after every lane's `make`.
@@ -42,13 +45,14 @@ TEST_LANES=1, one pytest runs them as before, after every lane's `make`.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -105,8 +109,8 @@ LANES = (
         "cluster",
         (
             Step(make=("cluster-build", "test-images")),
-            Step(paths=("tests/cluster",)),
-            Step(paths=("tests/containers", *MOVED), after=("setup",)),
+            Step(paths=("tests/cluster",), after=("setup",)),
+            Step(paths=("tests/containers", *MOVED)),
         ),
     ),
     Lane(
@@ -152,6 +156,79 @@ def combined(codes: dict[str, int]) -> int:
     if not ran:
         return NO_TESTS
     return next((c for c in ran.values() if c != 0), 0)
+
+
+# What the end of the run repeats of a lane's failures (Failures), at most.
+FAILURE_LINES = 100
+E_HEAD, E_TAIL = 4, 16  # of one failure's `E` lines (a failed command's output ends in why)
+MAKE_TAIL = 25
+SECTIONS = re.compile(r"^=+ (ERRORS|FAILURES) =+$")
+SUMMARY = re.compile(r"^=+ short test summary info =+$")
+HEADER = re.compile(r"^_{3,} .+ _{3,}$")  # one failure's section: "____ test_x ____"
+
+
+@dataclass
+class Failures:
+    """What a lane's output says of its failures, kept to print again at the run's end: of
+    a pytest, each failure's section header and its `E` lines (the assertion and its
+    message: the first E_HEAD and the last E_TAIL; a section the same as an earlier one,
+    as a failed session fixture's is for every test that needs it, only named), then the
+    short summary's FAILED and ERROR lines; of a failed make, its last lines. At most
+    FAILURE_LINES."""
+
+    lines: list[str] = field(default_factory=list)
+    _where: str = "tests"
+    _header: str = ""
+    _e_lines: list[str] = field(default_factory=list)
+    _seen: set[tuple[str, ...]] = field(default_factory=set)
+    _tail: list[str] = field(default_factory=list)
+
+    def step(self) -> None:
+        self._where, self._tail = "tests", []
+
+    def see(self, line: str) -> None:
+        self._tail = [*self._tail[-(MAKE_TAIL - 1) :], line]
+        if SECTIONS.match(line):
+            self._where = "sections"
+        elif SUMMARY.match(line):
+            self._section_ends()
+            self._where = "summary"
+        elif self._where == "sections" and HEADER.match(line):
+            self._section_ends()
+            self._header = line
+        elif self._where == "sections" and line.startswith("E "):
+            self._e_lines.append(line)
+        elif self._where == "summary" and line.startswith(("FAILED ", "ERROR ")):
+            self._keep(line)
+
+    def _section_ends(self) -> None:
+        if not self._header:
+            return
+        lines, self._header, header, self._e_lines = self._e_lines, "", self._header, []
+        if tuple(lines) in self._seen:
+            self._keep(f"{header} (its E lines: as above)")
+            return
+        self._seen.add(tuple(lines))
+        self._keep(header)
+        if len(lines) > E_HEAD + E_TAIL:
+            lines = [
+                *lines[:E_HEAD],
+                f"E       ({len(lines) - E_HEAD - E_TAIL} more)",
+                *lines[-E_TAIL:],
+            ]
+        for e in lines:
+            self._keep(e)
+
+    def make_failed(self, label: str, code: int) -> None:
+        self._keep(f"{label}: exit {code}; its last lines:")
+        for line in self._tail:
+            self._keep(f"  {line}")
+
+    def _keep(self, line: str) -> None:
+        if len(self.lines) < FAILURE_LINES:
+            self.lines.append(line[:400])
+        elif len(self.lines) == FAILURE_LINES:
+            self.lines.append("(more above)")
 
 
 @dataclass
@@ -206,6 +283,7 @@ class LaneRun:
     ):
         self.lane, self.args, self.width, self.lock, self.made = lane, args, width, lock, made
         self.ran: list[Ran] = []
+        self.failures = Failures()
         self.proc: subprocess.Popen[bytes] | None = None
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -246,9 +324,14 @@ class LaneRun:
                 env=dict(os.environ, PYTHONUNBUFFERED="1"),
             )
             assert self.proc.stdout is not None
+            self.failures.step()
             for raw in iter(self.proc.stdout.readline, b""):
-                self._say(raw.decode("utf-8", "replace").rstrip("\n"))
+                line = raw.decode("utf-8", "replace").rstrip("\n")
+                self._say(line)
+                self.failures.see(line)
             code = self.proc.wait()
+            if step.make and code != 0:
+                self.failures.make_failed(step.label(), code)
             self.ran.append(Ran(step.label(), code, time.monotonic() - started, bool(step.make)))
             if step.make:
                 self.made.record(step.make, code)
@@ -297,6 +380,12 @@ def run_lanes(args: Sequence[str], lanes: Sequence[Lane] = LANES) -> int:
         for r in run.ran:
             print(f"  {'':<{width}}   exit {r.code:>3}  {r.seconds:7.0f} s  {r.label}")
     print(f"  {'all':<{width}} exit {combined(codes):>3}  {time.monotonic() - started:7.0f} s")
+    failed = [run for run in runs if run.failures.lines]
+    if failed:
+        print("\n== what failed (repeated from the lanes' output above) ==")
+        for run in failed:
+            for line in run.failures.lines:
+                print(f"  [{run.lane.name:<{width}}] {line}")
     return combined(codes)
 
 

@@ -43,12 +43,13 @@ def test_each_lane_makes_what_its_tests_need_before_them() -> None:
         made = next(i for i, s in enumerate(lane.steps) if needs <= set(s.make))
         runs = next(i for i, s in enumerate(lane.steps) if tests in s.paths)
         assert made < runs, (lane.name, needs)
-    # The containers tier and test_spark_modes need `make setup` too (the jars, for their
-    # local Spark): they wait for the local lane's, which runs beside the cluster's builds.
-    # The cluster tier (Spark in pods) waits for nothing but its own lane's builds.
-    assert next(s for s in cluster.steps if "tests/containers" in s.paths).after == ("setup",)
-    assert next(s for s in cluster.steps if lanes.MOVED[0] in s.paths).after == ("setup",)
-    assert next(s for s in cluster.steps if "tests/cluster" in s.paths).after == ()
+    # The cluster lane's pytests need `make setup` too (the containers tier and
+    # test_spark_modes: the jars, for their local Spark): the first waits for the local
+    # lane's, which runs beside the cluster's builds; the second follows it.
+    assert next(s for s in cluster.steps if "tests/cluster" in s.paths).after == ("setup",)
+    waits = [i for i, s in enumerate(cluster.steps) if s.after]
+    pytests = [i for i, s in enumerate(cluster.steps) if s.paths]
+    assert waits == pytests[:1]
     assert "setup" not in cluster.targets
     # Every target exists: make -n expands them (a typo fails here, not an hour into CI).
     targets = sorted({t for lane in LANES for t in lane.targets})
@@ -185,3 +186,50 @@ def test_a_step_waits_for_the_make_it_needs_from_another_lane(
 
     with pytest.raises(SystemExit, match=r"lane waiter: no lane makes \['setup'\]"):
         run_lanes(args, (Lane("waiter", (Step(paths=(str(test),), after=("setup",)),)),))
+
+
+def test_the_end_of_the_run_repeats_what_failed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long run's log may be read from its end only: after the table, each failing
+    pytest's assertion lines and short summary, and a failed make's last lines; a passing
+    lane adds nothing there."""
+    (tmp_path / "test_f.py").write_text(
+        "import pytest\n"
+        "@pytest.fixture\ndef deployed():\n"
+        "    out = '\\n'.join(f'step {i}' for i in range(40))\n"
+        "    raise AssertionError(f'k8s-deploy failed:\\n{out}\\nhelm: timed out waiting for it')\n"
+        "def test_needs(deployed):\n    pass\n"
+        "def test_needs_too(deployed):\n    pass\n"
+        "def test_plain():\n    assert 1 == 2, 'numbers differ'\n"
+        "def test_fine():\n    pass\n"
+    )
+    (tmp_path / "test_ok.py").write_text("def test_ok():\n    pass\n")
+    extra = tmp_path / "extra.mk"
+    extra.write_text("lanes-noisy:\n\t@seq 1 40\n\t@echo 'the real reason'\n\t@false\n")
+    monkeypatch.setenv("MAKEFILES", str(extra))
+    two = (
+        Lane("tests", (Step(paths=(str(tmp_path / "test_f.py"),)),)),
+        Lane("made", (Step(make=("lanes-noisy",)),)),
+        Lane("fine", (Step(paths=(str(tmp_path / "test_ok.py"),)),)),
+    )
+    assert run_lanes(["-p", "no:cacheprovider", "-ra", "--rootdir", str(tmp_path)], two) != 0
+    out = capsys.readouterr().out
+    end = out[out.index("== what failed") :]
+    assert out.index("  all ") < out.index("== what failed"), out
+    mine = [line for line in end.splitlines() if line.startswith("  [tests]")]
+    # A long message: its first lines and its last (where a failed command says why),
+    # once, however many tests the failed fixture fails.
+    assert any(line.endswith("k8s-deploy failed:") for line in mine), end
+    assert any("helm: timed out waiting for it" in line for line in mine), end
+    assert not any(line.endswith("step 20") for line in mine), end
+    assert sum("timed out waiting" in line for line in mine) == 1, end
+    assert any("test_needs_too" in line and "as above" in line for line in mine), end
+    assert any(line.endswith("numbers differ") for line in mine), end
+    assert any(line.startswith("  [tests] ERROR ") and "test_needs" in line for line in mine)
+    assert any(line.startswith("  [tests] FAILED ") and "test_plain" in line for line in mine)
+    assert not any("test_fine" in line for line in mine), end
+    made = [line for line in end.splitlines() if line.startswith("  [made ]")]
+    assert "make lanes-noisy: exit 2; its last lines:" in made[0], end
+    assert any(line.endswith("  the real reason") for line in made), end
+    assert "[fine ]" not in end, end
