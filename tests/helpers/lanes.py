@@ -158,10 +158,13 @@ def combined(codes: dict[str, int]) -> int:
     return next((c for c in ran.values() if c != 0), 0)
 
 
-# What the end of the run repeats of a lane's failures (Failures), at most.
-FAILURE_LINES = 100
-E_HEAD, E_TAIL = 4, 16  # of one failure's `E` lines (a failed command's output ends in why)
-MAKE_TAIL = 25
+# What the end of the run repeats of a lane's failures (Failures). CI keeps a log's last
+# ~25 lines, and .ci/run prints this block last (from FAILURES_FILE), under its phase table:
+# so it stays short.
+FAILURE_LINES = 20  # of one lane
+E_HEAD, E_TAIL = 2, 6  # of one failure's `E` lines (a failed command's output ends in why)
+MAKE_TAIL = 8
+FAILURES_FILE = "what-failed.txt"  # in LOGBERG_HOME: the run's block, for .ci/run's end
 SECTIONS = re.compile(r"^=+ (ERRORS|FAILURES) =+$")
 SUMMARY = re.compile(r"^=+ short test summary info =+$")
 HEADER = re.compile(r"^_{3,} .+ _{3,}$")  # one failure's section: "____ test_x ____"
@@ -169,18 +172,20 @@ HEADER = re.compile(r"^_{3,} .+ _{3,}$")  # one failure's section: "____ test_x 
 
 @dataclass
 class Failures:
-    """What a lane's output says of its failures, kept to print again at the run's end: of
-    a pytest, each failure's section header and its `E` lines (the assertion and its
-    message: the first E_HEAD and the last E_TAIL; a section the same as an earlier one,
-    as a failed session fixture's is for every test that needs it, only named), then the
-    short summary's FAILED and ERROR lines; of a failed make, its last lines. At most
-    FAILURE_LINES."""
+    """What a lane's output says of its failures, to print again at the run's end, in at
+    most FAILURE_LINES: of a failed make, its last MAKE_TAIL lines; of a pytest, how many
+    tests failed or erred and the first of them, then each distinct failure's section
+    header and `E` lines (the assertion and its message: the first E_HEAD and the last
+    E_TAIL). A failure whose E lines equal an earlier one's, as a failed session fixture's
+    are for every test that needs it, is only counted."""
 
-    lines: list[str] = field(default_factory=list)
     _where: str = "tests"
     _header: str = ""
     _e_lines: list[str] = field(default_factory=list)
-    _seen: set[tuple[str, ...]] = field(default_factory=set)
+    _distinct: list[tuple[str, list[str]]] = field(default_factory=list)
+    _same: int = 0
+    _summary: list[str] = field(default_factory=list)
+    _makes: list[tuple[str, list[str]]] = field(default_factory=list)
     _tail: list[str] = field(default_factory=list)
 
     def step(self) -> None:
@@ -199,36 +204,39 @@ class Failures:
         elif self._where == "sections" and line.startswith("E "):
             self._e_lines.append(line)
         elif self._where == "summary" and line.startswith(("FAILED ", "ERROR ")):
-            self._keep(line)
+            self._summary.append(line)
 
     def _section_ends(self) -> None:
         if not self._header:
             return
         lines, self._header, header, self._e_lines = self._e_lines, "", self._header, []
-        if tuple(lines) in self._seen:
-            self._keep(f"{header} (its E lines: as above)")
+        if any(lines == seen for _, seen in self._distinct):
+            self._same += 1
             return
-        self._seen.add(tuple(lines))
-        self._keep(header)
-        if len(lines) > E_HEAD + E_TAIL:
-            lines = [
-                *lines[:E_HEAD],
-                f"E       ({len(lines) - E_HEAD - E_TAIL} more)",
-                *lines[-E_TAIL:],
-            ]
-        for e in lines:
-            self._keep(e)
+        self._distinct.append((header, lines))
 
     def make_failed(self, label: str, code: int) -> None:
-        self._keep(f"{label}: exit {code}; its last lines:")
-        for line in self._tail:
-            self._keep(f"  {line}")
+        self._makes.append((f"{label}: exit {code}; its last lines:", list(self._tail)))
 
-    def _keep(self, line: str) -> None:
-        if len(self.lines) < FAILURE_LINES:
-            self.lines.append(line[:400])
-        elif len(self.lines) == FAILURE_LINES:
-            self.lines.append("(more above)")
+    @property
+    def lines(self) -> list[str]:
+        out: list[str] = []
+        for said, tail in self._makes:
+            out += [said, *(f"  {line}" for line in tail)]
+        if self._summary:
+            kinds = [line.split(" ", 1)[0] for line in self._summary]
+            counts = ", ".join(f"{kinds.count(k)} {k}" for k in ("FAILED", "ERROR") if k in kinds)
+            out.append(f"pytest: {counts}; the first: {self._summary[0]}")
+        for header, e_lines in self._distinct:
+            if len(e_lines) > E_HEAD + E_TAIL:
+                more = len(e_lines) - E_HEAD - E_TAIL
+                e_lines = [*e_lines[:E_HEAD], f"E       ({more} more)", *e_lines[-E_TAIL:]]
+            out += [header, *e_lines]
+        if self._same:
+            out.append(f"({self._same} more with the same E lines)")
+        if len(out) > FAILURE_LINES:
+            out = [*out[: FAILURE_LINES - 1], "(more: in the lanes' output above)"]
+        return [line[:300] for line in out]
 
 
 @dataclass
@@ -380,12 +388,14 @@ def run_lanes(args: Sequence[str], lanes: Sequence[Lane] = LANES) -> int:
         for r in run.ran:
             print(f"  {'':<{width}}   exit {r.code:>3}  {r.seconds:7.0f} s  {r.label}")
     print(f"  {'all':<{width}} exit {combined(codes):>3}  {time.monotonic() - started:7.0f} s")
-    failed = [run for run in runs if run.failures.lines]
-    if failed:
+    block = [f"  [{run.lane.name:<{width}}] {line}" for run in runs for line in run.failures.lines]
+    said = Path(os.environ.get("LOGBERG_HOME", REPO / ".logberg")) / FAILURES_FILE
+    said.unlink(missing_ok=True)
+    if block:
         print("\n== what failed (repeated from the lanes' output above) ==")
-        for run in failed:
-            for line in run.failures.lines:
-                print(f"  [{run.lane.name:<{width}}] {line}")
+        print("\n".join(block))
+        said.parent.mkdir(parents=True, exist_ok=True)
+        said.write_text("\n".join(block) + "\n")
     return combined(codes)
 
 

@@ -11,7 +11,17 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import lanes
-from tests.helpers.lanes import LANES, Lane, Step, combined, command, lanes_wanted, run_lanes
+from tests.helpers.lanes import (
+    FAILURE_LINES,
+    FAILURES_FILE,
+    LANES,
+    Lane,
+    Step,
+    combined,
+    command,
+    lanes_wanted,
+    run_lanes,
+)
 
 
 def test_every_tier_is_in_exactly_one_lane_and_the_containers_follow_the_cluster() -> None:
@@ -191,45 +201,53 @@ def test_a_step_waits_for_the_make_it_needs_from_another_lane(
 def test_the_end_of_the_run_repeats_what_failed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A long run's log may be read from its end only: after the table, each failing
-    pytest's assertion lines and short summary, and a failed make's last lines; a passing
-    lane adds nothing there."""
+    """A long run's log may be read from its last lines only: after the table, in a few
+    lines a lane, each failing pytest's counts and distinct assertion lines, and a failed
+    make's last lines, also written for .ci/run to print last; a passing lane adds nothing
+    there, and a passing run leaves no such file."""
     (tmp_path / "test_f.py").write_text(
         "import pytest\n"
         "@pytest.fixture\ndef deployed():\n"
         "    out = '\\n'.join(f'step {i}' for i in range(40))\n"
         "    raise AssertionError(f'k8s-deploy failed:\\n{out}\\nhelm: timed out waiting for it')\n"
-        "def test_needs(deployed):\n    pass\n"
-        "def test_needs_too(deployed):\n    pass\n"
-        "def test_plain():\n    assert 1 == 2, 'numbers differ'\n"
+        + "".join(f"def test_needs_{i}(deployed):\n    pass\n" for i in range(30))
+        + "def test_plain():\n    assert 1 == 2, 'numbers differ'\n"
         "def test_fine():\n    pass\n"
     )
     (tmp_path / "test_ok.py").write_text("def test_ok():\n    pass\n")
     extra = tmp_path / "extra.mk"
     extra.write_text("lanes-noisy:\n\t@seq 1 40\n\t@echo 'the real reason'\n\t@false\n")
     monkeypatch.setenv("MAKEFILES", str(extra))
-    two = (
+    monkeypatch.setenv("LOGBERG_HOME", str(tmp_path / "home"))
+    said = tmp_path / "home" / FAILURES_FILE
+    three = (
         Lane("tests", (Step(paths=(str(tmp_path / "test_f.py"),)),)),
         Lane("made", (Step(make=("lanes-noisy",)),)),
         Lane("fine", (Step(paths=(str(tmp_path / "test_ok.py"),)),)),
     )
-    assert run_lanes(["-p", "no:cacheprovider", "-ra", "--rootdir", str(tmp_path)], two) != 0
+    assert run_lanes(["-p", "no:cacheprovider", "-ra", "--rootdir", str(tmp_path)], three) != 0
     out = capsys.readouterr().out
     end = out[out.index("== what failed") :]
     assert out.index("  all ") < out.index("== what failed"), out
+    assert said.read_text().splitlines() == end.splitlines()[1:], end
     mine = [line for line in end.splitlines() if line.startswith("  [tests]")]
+    assert len(mine) <= FAILURE_LINES, end
+    assert "pytest: 1 FAILED, 30 ERROR; the first: ERROR " in mine[0], end
+    assert "test_f.py::test_needs_0" in mine[0], end
     # A long message: its first lines and its last (where a failed command says why),
     # once, however many tests the failed fixture fails.
     assert any(line.endswith("k8s-deploy failed:") for line in mine), end
     assert any("helm: timed out waiting for it" in line for line in mine), end
     assert not any(line.endswith("step 20") for line in mine), end
     assert sum("timed out waiting" in line for line in mine) == 1, end
-    assert any("test_needs_too" in line and "as above" in line for line in mine), end
+    assert mine[-1].endswith("(29 more with the same E lines)"), end
     assert any(line.endswith("numbers differ") for line in mine), end
-    assert any(line.startswith("  [tests] ERROR ") and "test_needs" in line for line in mine)
-    assert any(line.startswith("  [tests] FAILED ") and "test_plain" in line for line in mine)
     assert not any("test_fine" in line for line in mine), end
     made = [line for line in end.splitlines() if line.startswith("  [made ]")]
     assert "make lanes-noisy: exit 2; its last lines:" in made[0], end
-    assert any(line.endswith("  the real reason") for line in made), end
+    assert made[-2].endswith("  the real reason"), end
+    assert len(made) <= FAILURE_LINES and not any(line.endswith("  30") for line in made), end
     assert "[fine ]" not in end, end
+    assert run_lanes(["-p", "no:cacheprovider", "--rootdir", str(tmp_path)], three[2:]) == 0
+    assert "== what failed" not in capsys.readouterr().out
+    assert not said.exists()
