@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 import shutil
 import subprocess
 import tempfile
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from logberg_platform.build.tools import go_build_env
 from tests.cluster.framework import (
     Cluster,
     pod,
@@ -31,12 +31,11 @@ def webhook_image(cluster: Cluster) -> str:
     """tests/cluster_webhook built static with Go, in an image FROM the local Debian base."""
     with tempfile.TemporaryDirectory() as tmp:
         ctx = Path(tmp)
-        env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-buildvcs=false")
         go = shutil.which("go") or "/usr/local/go/bin/go"
         subprocess.run(
             [go, "build", "-trimpath", "-ldflags", "-s -w", "-o", str(ctx / "hook"), "."],
             cwd=WEBHOOK_SRC,
-            env=env,
+            env=go_build_env(),
             check=True,
             capture_output=True,
         )

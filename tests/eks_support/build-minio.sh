@@ -34,7 +34,8 @@ if [[ ! -x "$go" ]]; then
   exit 1
 fi
 
-export CGO_ENABLED=0 GOTOOLCHAIN=auto GOFLAGS=-mod=readonly
+# GOGC: the compiler's collector, as for logberg's own Go builds (build/tools.py, GO_BUILD_GOGC).
+export CGO_ENABLED=0 GOTOOLCHAIN=auto GOFLAGS=-mod=readonly GOGC="${GOGC:-400}"
 mkdir -p "$tools/minio"
 work=$(mktemp -d "$tools/minio/.build-XXXXXX")
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT

@@ -26,7 +26,6 @@ complete cache (all binaries plus a stamp naming the exact recipe) is reused in 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -37,6 +36,7 @@ from pathlib import Path
 from logberg.errors import ConfigError, ServiceError
 from logberg.versions import KubePins
 from logberg_platform.build.locks import folder_lock
+from logberg_platform.build.tools import go_build_env
 from logberg_platform.cluster.binaries import (
     COREDNS_PLUGINS,
     KUBE_COMMANDS,
@@ -287,13 +287,8 @@ def _go() -> str:
     return go
 
 
-def _env() -> dict[str, str]:
-    # GOTOOLCHAIN=auto: an older local Go fetches the toolchain go.mod asks for from the proxy.
-    return dict(os.environ, CGO_ENABLED="0", GOTOOLCHAIN="auto", GOFLAGS="-buildvcs=false")
-
-
 def _run(argv: list[str], cwd: Path, log: Log, **env: str) -> None:
-    proc = subprocess.run(argv, cwd=cwd, env=_env() | env, capture_output=True, text=True)
+    proc = subprocess.run(argv, cwd=cwd, env=go_build_env(**env), capture_output=True, text=True)
     if proc.returncode != 0:
         raise ServiceError(
             f"{' '.join(argv[:3])} failed in {cwd} (exit {proc.returncode}):\n"
@@ -303,7 +298,7 @@ def _run(argv: list[str], cwd: Path, log: Log, **env: str) -> None:
 
 def _mod_download(go: str, module: str) -> dict[str, str]:
     proc = subprocess.run(
-        [go, "mod", "download", "-json", module], env=_env(), capture_output=True, text=True
+        [go, "mod", "download", "-json", module], env=go_build_env(), capture_output=True, text=True
     )
     try:
         info: dict[str, str] = json.loads(proc.stdout)
@@ -318,7 +313,7 @@ def _module_version(go: str, src: Path, module: str) -> str:
     proc = subprocess.run(
         [go, "list", "-m", "-f", "{{.Version}}", module],
         cwd=src,
-        env=_env(),
+        env=go_build_env(),
         capture_output=True,
         text=True,
     )
