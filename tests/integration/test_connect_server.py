@@ -89,6 +89,36 @@ def test_job_commands_take_up_the_session_a_finished_one_handed_on(
         assert canon(table(spark, name).collect()) == on_server[name], name
 
 
+# A process that opened a session before its command's (a test's helper, a library user),
+# whose command dies with a checkpoint in its frames.
+CHECKPOINT_THEN_FAIL = """
+from logberg_platform import local
+local.command_session("opened-first")
+spark = local.command_session("the-command")
+rows = spark.range(3).localCheckpoint()
+print("checkpointed rows:", rows.count(), flush=True)
+raise RuntimeError("the command fails with its checkpoint alive")
+"""
+
+
+def test_a_commands_checkpoint_is_its_own_and_a_failed_command_exits(
+    server: LocalSettings,
+) -> None:
+    """A command's `localCheckpoint` is read from the command's own session even when the
+    process opened another session first (PySpark gave it to the first one, which the
+    server says has no such DataFrame); and a command that dies with a checkpoint alive
+    exits with its error, releasing it, instead of hanging in PySpark's finalizer."""
+    run = subprocess.run(
+        [sys.executable, "-c", CHECKPOINT_THEN_FAIL],
+        env={**os.environ, **CONNECT}, cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.stdout == "checkpointed rows: 3\n", run.stderr[-3000:]
+    assert run.returncode == 1, run.stderr[-3000:]
+    assert run.stderr.rstrip().endswith(
+        "RuntimeError: the command fails with its checkpoint alive"
+    ), run.stderr[-3000:]
+
+
 # Every kind of value a query can return, for the direct client's conversion (structs, maps,
 # both timestamps, decimals, bytes, NULL, non-ASCII, duplicate names).
 EVERY_TYPE = (

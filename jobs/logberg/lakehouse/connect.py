@@ -19,8 +19,10 @@ from __future__ import annotations
 import atexit
 import contextlib
 import enum
+import gc
 import logging
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -123,12 +125,46 @@ def remote_session(
     _active = server
     # The server keeps a session (its temp views, its settings) until it is released or
     # idles out: a command releases its own when it ends, or hands its slot on.
-    if held is None:
-        atexit.register(release, spark)
-    else:
-        atexit.register(held.end)
+    atexit.register(_at_exit, spark, held)
     session: SparkSession = spark  # the jobs use the API both sessions share
     return session
+
+
+def _make_current(spark: Any) -> None:
+    """Make `spark` the process's default and active Connect session.
+
+    PySpark marks only a process's first Connect session so (`builder.create`), and gives a
+    checkpoint's DataFrame to the active session (`localCheckpoint`'s result): in a process
+    that opened a session before (a test's helper, a library user), a command's checkpoint
+    was read from that other session, where the server has no such DataFrame
+    ("No DataFrame with id ... is found in the session")."""
+    cls = type(spark)
+    with cls._lock:
+        cls._default_session = spark
+    cls._active_session.session = spark
+
+
+def _at_exit(spark: Any, held: connect_pool.Lease | None) -> None:
+    """Release what the command holds on the server while the interpreter still runs.
+
+    PySpark releases a checkpointed DataFrame from its finalizer, with a gRPC call. A
+    command that ends with an uncaught error keeps its frames (the checkpoints in them) in
+    `sys.last_traceback` until the interpreter tears down, where that call starts a thread
+    that never runs: the process hung instead of exiting with the error. Here, the frames
+    are let go and collected first (their checkpoints released on the server), then the
+    session is handed on or released, and the client closed: a finalizer after this sends
+    nothing."""
+    for name in ("last_traceback", "last_value", "last_type", "last_exc"):
+        if hasattr(sys, name):
+            setattr(sys, name, None)
+    with contextlib.suppress(Exception):
+        gc.collect()
+    if held is None:
+        release(spark)
+    else:
+        held.end()
+    with contextlib.suppress(Exception):
+        spark.client.close()
 
 
 class _Closed(Exception):
@@ -147,6 +183,7 @@ def _open(server: ConnectServer, session_id: str | None) -> Any:
         ) from None
     url = server.channel() + (f";session_id={session_id}" if session_id else "")
     spark: Any = RemoteSession.builder.channelBuilder(DefaultChannelBuilder(url)).create()
+    _make_current(spark)
     spark.client.set_retry_policies([DefaultPolicy(max_retries=server.retries, max_backoff=5000)])
     try:
         spark.conf.get("spark.app.id")
