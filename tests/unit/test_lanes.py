@@ -198,6 +198,14 @@ def test_a_step_waits_for_the_make_it_needs_from_another_lane(
         run_lanes(args, (Lane("waiter", (Step(paths=(str(test),), after=("setup",)),)),))
 
 
+def test_ci_run_prints_the_file_the_lanes_write() -> None:
+    """.ci/run prints, last, the block `run_lanes` writes: the same file name, under
+    LOGBERG_HOME or else the clone's .logberg (where .ci/run runs from)."""
+    script = (lanes.REPO / ".ci" / "run").read_text()
+    assert 'cd "$(dirname "$0")/.."' in script
+    assert f"failed=${{LOGBERG_HOME:-$PWD/.logberg}}/{FAILURES_FILE}" in script
+
+
 def test_the_end_of_the_run_repeats_what_failed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
