@@ -4,8 +4,9 @@
   It is configured for a private $LOGBERG_HOME whose metastore and S3 server ports are
   reserved up front, but it starts no service: the fast tests (pure transforms) never touch
   the catalog.
-* `lakehouse`: starts that home's real Hive Metastore (Derby) and S3 server, once, for the
-  integration tests; `fresh_namespace` gives a test an empty nginx_logs.
+* `lakehouse`: starts that home's real Hive Metastore (Derby), S3 server and Spark Connect
+  server, once, for the integration tests; `fresh_namespace` gives a test an empty
+  nginx_logs.
 """
 
 from __future__ import annotations
@@ -122,10 +123,14 @@ def spark(home_settings: LocalSettings) -> Iterator[SparkSession]:
 
 @pytest.fixture(scope="session")
 def lakehouse(home_settings: LocalSettings, spark: SparkSession) -> Iterator[LocalSettings]:
-    """The home's real metastore (Derby) and S3 server, running; nginx_logs exists."""
-    # In-process by default; tests/integration/test_spark_modes.py starts the Spark Connect
-    # server for the commands that run on it.
-    local.up(home_settings, with_s3=True, with_connect=False)
+    """The home's real metastore (Derby), S3 server and Spark Connect server, running, as
+    `logberg local up` leaves them; nginx_logs exists.
+
+    The commands the tests run take the default mode, as a user's do: on the warm server
+    (a command's JVM start, catalog and JIT warm-up once a session, not once a command). A
+    test that needs a driver of its own (one it kills, two that commit side by side) sets
+    LOGBERG_SPARK_MODE=in-process for it; test_spark_modes.py compares the two modes."""
+    local.up(home_settings, with_s3=True, with_connect=True)
     try:
         ensure_database(spark)
         yield home_settings

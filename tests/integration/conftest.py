@@ -1,5 +1,6 @@
 """Fixtures of the integration files that run commands on this home's Spark Connect server
-(test_spark_modes, test_connect_server, test_warm_sessions); each file gets its own."""
+by name (test_spark_modes, test_connect_server, test_warm_sessions): the server the session
+started (`lakehouse`), or, when a test stopped it, one of the file's own."""
 
 from __future__ import annotations
 
@@ -16,14 +17,17 @@ from tests.integration.test_ingest import generate
 
 @pytest.fixture(scope="module")
 def server(lakehouse: LocalSettings) -> Iterator[LocalSettings]:
-    """This home's Spark Connect server, for the module."""
+    """This home's Spark Connect server, running for the module; one the module starts
+    (the session's was stopped) stops with it."""
     s = lakehouse
     cfg = local.lakehouse_config(s)
+    started = connect_server.served(s) is None
     connect_server.start(s, cfg, local.spark_runtime(s, cfg))
     try:
         yield s
     finally:
-        connect_server.stop(s)
+        if started:
+            connect_server.stop(s)
 
 
 @pytest.fixture(scope="module")

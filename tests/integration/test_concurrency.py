@@ -1,10 +1,15 @@
 """Exactly once under concurrency: writers released together by a barrier (no sleeps), on the
 real metastore. Two ingests of the same landing, a --full beside an incremental run,
-maintenance while ingests commit, analytics while an ingest commits."""
+maintenance while ingests commit, analytics while an ingest commits.
+
+The writers run as the session's commands do, on its warm Spark Connect server (each in a
+server session of its own, as two users' commands); two ingests of the same landing also
+run as two drivers of their own (in-process), whose commits meet only in the metastore."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -21,6 +26,7 @@ from pyspark.testing import assertDataFrameEqual
 from logberg.lakehouse import sql
 from logberg.pipeline import analytics as an
 from tests.conftest import REPO, reset_namespace
+from tests.integration.modes import MODES
 from tests.integration.test_ingest import counts, expected, generate
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("lakehouse")]
@@ -32,13 +38,16 @@ class Writers:
     """Processes (tests/helpers/barrier_run.py) that run a logberg command per round, all
     released at once."""
 
-    def __init__(self, folder: Path, rounds: int, **commands: list[str]) -> None:
+    def __init__(
+        self, folder: Path, rounds: int, env: dict[str, str] | None = None, **commands: list[str]
+    ) -> None:
         self.folder, self.rounds = folder, rounds
         folder.mkdir(parents=True, exist_ok=True)
         self.procs = {
             name: subprocess.Popen(
                 [*HELPER, str(folder), name, str(rounds), "--", *args],
                 cwd=REPO,
+                env={**os.environ, **(env or {})},
                 stdout=subprocess.DEVNULL,
                 stderr=open(folder / f"{name}.log", "w"),  # noqa: SIM115  # closed with the process
             )
@@ -73,8 +82,10 @@ class Writers:
 
 
 @contextmanager
-def writers(folder: Path, rounds: int, **commands: list[str]) -> Iterator[Writers]:
-    w = Writers(folder, rounds, **commands)
+def writers(
+    folder: Path, rounds: int, env: dict[str, str] | None = None, **commands: list[str]
+) -> Iterator[Writers]:
+    w = Writers(folder, rounds, env, **commands)
     try:
         yield w
         w.close()
@@ -104,12 +115,13 @@ def day(k: int) -> tuple[str, ...]:
     return ("--start-date", d, "--end-date", d, "--num-files", "3", "--lines-per-file", "400")
 
 
+@pytest.mark.parametrize("mode", ["connect", "in-process"])
 def test_two_ingests_of_the_same_landing_land_every_line_once(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, tmp_path: Path, mode: str
 ) -> None:
     landing = tmp_path / "landing"
     ingest = ["ingest", "--input", landing.as_uri()]
-    with writers(tmp_path / "w", 3, a=ingest, b=ingest) as w:
+    with writers(tmp_path / "w", 3, MODES[mode], a=ingest, b=ingest) as w:
         for k in range(3):
             manifest = generate(landing / f"round{k}", 60 + k, *day(k))
             got = w.release(k)

@@ -275,7 +275,9 @@ def test_killed_run_then_rerun_is_exact(spark, lakehouse, tmp_path: Path) -> Non
             "--max-bytes-per-commit",
             "1",
         ],
-        env=dict(os.environ),
+        # The driver itself is killed: a run in its own JVM (on the session's server, the
+        # kill would end the client only). The rerun below runs on the server.
+        env={**os.environ, "LOGBERG_SPARK_MODE": "in-process"},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
