@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from botocore.exceptions import EndpointConnectionError
 
 from tests.cluster.framework import BUCKET, Deployed, wait_for
 
@@ -22,11 +23,21 @@ def generator_job(d: Deployed) -> dict[str, Any]:
     return dict(job)
 
 
-def s3_running(d: Deployed) -> bool:
+def s3_serving(d: Deployed) -> bool:
+    """One dev S3 pod, ready, and its Service routing to it: a real S3 call answers. (A
+    ready pod alone is not enough: until the Service's endpoints name the new pod, its
+    address refuses connections.)"""
     pods = d.obj("pods", "-l", DEV_S3)["items"]
-    return len(pods) == 1 and all(
+    ready = len(pods) == 1 and all(
         c.get("ready") for c in pods[0].get("status", {}).get("containerStatuses") or [{}]
     )
+    if not ready:
+        return False
+    try:
+        d.s3().list_buckets()
+    except EndpointConnectionError:
+        return False
+    return True
 
 
 def test_a_generator_job_older_than_the_s3_server_runs_again(deployed: Deployed) -> None:
@@ -38,7 +49,7 @@ def test_a_generator_job_older_than_the_s3_server_runs_again(deployed: Deployed)
     before, job = deployed.demo_manifest(), generator_job(deployed)
 
     deployed.k("delete", "pod", "-l", DEV_S3, "--wait=true", "--timeout=300s")
-    wait_for("a new dev S3 server", lambda: s3_running(deployed), timeout=300)
+    wait_for("a new dev S3 server, serving", lambda: s3_serving(deployed), timeout=300)
     deployed.s3().create_bucket(Bucket=BUCKET)  # what the chart's hook does at the next deploy
     assert not deployed.manifests()  # the objects went with the old pod's emptyDir
 
