@@ -10,6 +10,7 @@ ones that kill or race processes run the real `logberg` command.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -471,3 +472,16 @@ def test_doctor_checks_the_broker_when_one_is_configured(broker: str) -> None:
     assert (
         "the Kafka broker at 127.0.0.1:1 (LOGBERG_KAFKA_BOOTSTRAP) does not answer" in wrong.stdout
     )
+
+
+def test_a_home_whose_cluster_id_starts_with_a_dash_formats_its_storage(
+    lakehouse: LocalSettings, tmp_path: Path
+) -> None:
+    # Homes made before ids were drawn without a leading '-' may hold one (1 in 64 did).
+    home = dataclasses.replace(lakehouse, home=tmp_path)
+    (tmp_path / "kafka").mkdir()
+    (tmp_path / "kafka" / "cluster.id").write_text("-ecbjm7rTGKzRdzhRQxDKw\n")
+    conf = kafka_broker.write_conf(home, free_port(), free_port())
+    assert kafka_broker.format_storage(home, conf)
+    meta = (tmp_path / "kafka" / "data" / "meta.properties").read_text()
+    assert "cluster.id=-ecbjm7rTGKzRdzhRQxDKw" in meta.splitlines()

@@ -132,12 +132,21 @@ def write_conf(s: LocalSettings, at: int, controller: int) -> Path:
     return conf
 
 
+def new_cluster_id() -> str:
+    """A cluster id in Kafka's form (16 random bytes, URL-safe base64) that does not start
+    with '-', as Kafka's own `random-uuid` draws them: a leading '-' reads as an option."""
+    while True:
+        drawn = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not drawn.startswith("-"):
+            return drawn
+
+
 def cluster_id(s: LocalSettings) -> str:
-    """This home's cluster id (Kafka's form: 16 random bytes, URL-safe base64), made once."""
+    """This home's cluster id, made once."""
     path = kafka_dir(s) / "cluster.id"
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=") + "\n")
+        path.write_text(new_cluster_id() + "\n")
     return path.read_text().strip()
 
 
@@ -161,8 +170,10 @@ def format_storage(s: LocalSettings, conf: Path) -> bool:
     """Format the KRaft storage once (True when it was formatted now)."""
     if (kafka_dir(s) / "data" / "meta.properties").is_file():
         return False
+    # `--cluster-id=ID` in one argument: a home made before ids were drawn without a
+    # leading '-' may hold one, and `-t ID` takes such an id for an option.
     done = subprocess.run(
-        _java(s, STORAGE_TOOL, "format", "-t", cluster_id(s), "-c", str(conf)),
+        _java(s, STORAGE_TOOL, "format", f"--cluster-id={cluster_id(s)}", "-c", str(conf)),
         env={**os.environ, "JAVA_HOME": str(java_home())},
         capture_output=True,
         text=True,
