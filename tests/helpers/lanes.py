@@ -176,13 +176,15 @@ class Failures:
     most FAILURE_LINES: of a failed make, its last MAKE_TAIL lines; of a pytest, how many
     tests failed or erred and the first of them, then each distinct failure's section
     header and `E` lines (the assertion and its message: the first E_HEAD and the last
-    E_TAIL). A failure whose E lines equal an earlier one's, as a failed session fixture's
-    are for every test that needs it, is only counted."""
+    E_TAIL). A failure whose first and last E lines equal an earlier one's, as a failed
+    shared fixture's are for every test that needs it (the lines between may differ: a log's
+    timestamps, a re-raised error's frames), is only counted."""
 
     _where: str = "tests"
     _header: str = ""
     _e_lines: list[str] = field(default_factory=list)
     _distinct: list[tuple[str, list[str]]] = field(default_factory=list)
+    _keys: set[tuple[str, str]] = field(default_factory=set)
     _same: int = 0
     _summary: list[str] = field(default_factory=list)
     _makes: list[tuple[str, list[str]]] = field(default_factory=list)
@@ -210,9 +212,11 @@ class Failures:
         if not self._header:
             return
         lines, self._header, header, self._e_lines = self._e_lines, "", self._header, []
-        if any(lines == seen for _, seen in self._distinct):
+        key = (lines[0], lines[-1]) if lines else ("", "")
+        if key in self._keys:
             self._same += 1
             return
+        self._keys.add(key)
         self._distinct.append((header, lines))
 
     def make_failed(self, label: str, code: int) -> None:
@@ -233,7 +237,7 @@ class Failures:
                 e_lines = [*e_lines[:E_HEAD], f"E       ({more} more)", *e_lines[-E_TAIL:]]
             out += [header, *e_lines]
         if self._same:
-            out.append(f"({self._same} more with the same E lines)")
+            out.append(f"({self._same} more with the same first and last E lines)")
         if len(out) > FAILURE_LINES:
             out = [*out[: FAILURE_LINES - 1], "(more: in the lanes' output above)"]
         return [line[:300] for line in out]

@@ -25,11 +25,11 @@ from logberg_platform.supervisor import free_port, port_open
 from tests.conftest import run_logberg
 from tests.helpers import event_logs
 from tests.helpers.waiting import eventually
+from tests.integration.modes import IN_PROCESS
 from tests.integration.test_ingest import generate
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("lakehouse")]
 
-IN_PROCESS = {"LOGBERG_SPARK_MODE": "in-process"}
 APP_ID = re.compile(r"application (local-\d+)")
 
 

@@ -18,6 +18,7 @@ from logberg.lakehouse.schema import ACCESS_LOGS
 from logberg.pipeline.ingest import batch, commit, plan, reader
 from logberg.pipeline.ingest.config import IngestConfig
 from tests.conftest import REPO, run_logberg, run_side_by_side
+from tests.integration.modes import IN_PROCESS
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("lakehouse")]
 
@@ -277,7 +278,7 @@ def test_killed_run_then_rerun_is_exact(spark, lakehouse, tmp_path: Path) -> Non
         ],
         # The driver itself is killed: a run in its own JVM (on the session's server, the
         # kill would end the client only). The rerun below runs on the server.
-        env={**os.environ, "LOGBERG_SPARK_MODE": "in-process"},
+        env={**os.environ, **IN_PROCESS},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

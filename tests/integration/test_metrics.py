@@ -21,11 +21,10 @@ from logberg_platform.local_settings import LocalSettings
 from logberg_platform.supervisor import free_port
 from tests.conftest import run_logberg
 from tests.helpers.prometheus import Prometheus, running
+from tests.integration.modes import IN_PROCESS
 from tests.integration.test_ingest import generate
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("lakehouse")]
-
-IN_PROCESS = {"LOGBERG_SPARK_MODE": "in-process"}
 
 
 @pytest.fixture(scope="module")

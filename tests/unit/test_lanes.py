@@ -214,9 +214,11 @@ def test_the_end_of_the_run_repeats_what_failed(
     make's last lines, also written for .ci/run to print last; a passing lane adds nothing
     there, and a passing run leaves no such file."""
     (tmp_path / "test_f.py").write_text(
-        "import pytest\n"
+        "import itertools, pytest\n"
+        "calls = itertools.count()\n"
         "@pytest.fixture\ndef deployed():\n"
-        "    out = '\\n'.join(f'step {i}' for i in range(40))\n"
+        "    n = next(calls)\n"
+        "    out = '\\n'.join(f'step {i}, call {n}' for i in range(40))\n"
         "    raise AssertionError(f'k8s-deploy failed:\\n{out}\\nhelm: timed out waiting for it')\n"
         + "".join(f"def test_needs_{i}(deployed):\n    pass\n" for i in range(30))
         + "def test_plain():\n    assert 1 == 2, 'numbers differ'\n"
@@ -246,9 +248,10 @@ def test_the_end_of_the_run_repeats_what_failed(
     # once, however many tests the failed fixture fails.
     assert any(line.endswith("k8s-deploy failed:") for line in mine), end
     assert any("helm: timed out waiting for it" in line for line in mine), end
-    assert not any(line.endswith("step 20") for line in mine), end
+    assert not any(line.endswith("step 20, call 0") for line in mine), end
     assert sum("timed out waiting" in line for line in mine) == 1, end
-    assert mine[-1].endswith("(29 more with the same E lines)"), end
+    # ... though the lines between differ from test to test (a log's timestamps)
+    assert mine[-1].endswith("(29 more with the same first and last E lines)"), end
     assert any(line.endswith("numbers differ") for line in mine), end
     assert not any("test_fine" in line for line in mine), end
     made = [line for line in end.splitlines() if line.startswith("  [made ]")]

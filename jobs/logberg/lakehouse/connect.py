@@ -160,9 +160,9 @@ def _at_exit(spark: Any, held: connect_pool.Lease | None) -> None:
     with contextlib.suppress(Exception):
         gc.collect()
     if held is None:
-        release(spark)
-    else:
-        held.end()
+        release(spark)  # PySpark's stop closes the client too
+        return
+    held.end()
     with contextlib.suppress(Exception):
         spark.client.close()
 
