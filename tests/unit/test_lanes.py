@@ -24,6 +24,13 @@ from tests.helpers.lanes import (
 )
 
 
+@pytest.fixture(autouse=True)
+def own_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failing lane writes FAILURES_FILE into LOGBERG_HOME: the test's, never the clone's
+    .logberg, whose file .ci/run prints at its end."""
+    monkeypatch.setenv("LOGBERG_HOME", str(tmp_path / "home"))
+
+
 def test_every_tier_is_in_exactly_one_lane_and_the_containers_follow_the_cluster() -> None:
     tiers = sorted(p.name for p in (lanes.REPO / "tests").iterdir() if p.is_dir()
                    and any(p.glob("test_*.py")))  # fmt: skip
@@ -228,7 +235,6 @@ def test_the_end_of_the_run_repeats_what_failed(
     extra = tmp_path / "extra.mk"
     extra.write_text("lanes-noisy:\n\t@seq 1 40\n\t@echo 'the real reason'\n\t@false\n")
     monkeypatch.setenv("MAKEFILES", str(extra))
-    monkeypatch.setenv("LOGBERG_HOME", str(tmp_path / "home"))
     said = tmp_path / "home" / FAILURES_FILE
     three = (
         Lane("tests", (Step(paths=(str(tmp_path / "test_f.py"),)),)),
