@@ -39,7 +39,10 @@ def main(argv: list[str]) -> int:
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             code = cli.main(args)
-        (folder / f"{name}-{k}.json").write_text(json.dumps({"code": code, "out": out.getvalue()}))
+        # Written aside, then renamed: the test waits for the name, then reads it whole.
+        result = folder / f"{name}-{k}.partial"
+        result.write_text(json.dumps({"code": code, "out": out.getvalue()}))
+        result.replace(folder / f"{name}-{k}.json")
     return 0
 
 
