@@ -32,7 +32,13 @@ from logberg.lakehouse.session import CATALOG
 from logberg.pipeline.ingest.batch import ingest
 from logberg.pipeline.ingest.config import IngestConfig
 from logberg.pipeline.kafka.config import KafkaIngestConfig, ValueFormat
-from logberg.pipeline.kafka.job import KafkaBatchResult, ingest_topic, merge_new
+from logberg.pipeline.kafka.job import (
+    TAG,
+    KafkaBatchResult,
+    ingest_topic,
+    merge_new,
+    replace_range,
+)
 from logberg_platform import kafka_broker
 from logberg_platform.local_settings import LocalSettings
 from logberg_platform.supervisor import free_port
@@ -234,6 +240,53 @@ def test_a_merge_of_new_offsets_reads_no_data_file_of_its_day(
     with pytest.raises(Exception, match=r"(?i)FileNotFound|does not exist|not found"):
         merge_new(spark, probe, lines(20, 29), ["date", "event_id"])
     spark.sql(f"DROP TABLE {name}")  # not PURGE: a file of it is gone already
+
+
+def test_new_offsets_are_added_a_replayed_range_replaces_and_a_cut_file_is_refused(
+    spark: SparkSession,
+) -> None:
+    """`replace_range`, a raw batch's write: the rows of new offsets are added (no data
+    file deleted, none read), a replayed range's files are replaced by its rows, and a
+    range that cuts a data file (one compacted from several batches) is refused, for the
+    MERGE."""
+    probe = Table("kafka_range_probe", ())
+    name = f"{CATALOG}.{probe}"
+    spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
+    spark.sql(
+        f"CREATE TABLE {name} (date DATE, event_id STRING, source_file STRING, "
+        "line_number BIGINT) USING iceberg PARTITIONED BY (date)"
+    )
+
+    def lines(p: int, lo: int, hi: int) -> DataFrame:
+        src = f"kafka://probe/{p}"
+        return spark.createDataFrame(
+            [(dt.date(2025, 4, 1), f"{p}-{n}", src, n) for n in range(lo, hi + 1)],
+            "date DATE, event_id STRING, source_file STRING, line_number BIGINT",
+        ).coalesce(1)
+
+    def last() -> tuple[str | None, ...]:
+        (r,) = spark.sql(
+            f"SELECT summary['added-records'] AS a, summary['deleted-records'] AS d, "
+            f"summary['{TAG}'] AS tag FROM {name}.snapshots ORDER BY committed_at DESC LIMIT 1"
+        ).collect()
+        return (r.a, r.d, r.tag)
+
+    def held() -> list[tuple[str, int]]:
+        rows = spark.table(name).groupBy("source_file").count().orderBy("source_file")
+        return [(r.source_file, int(r["count"])) for r in rows.collect()]
+
+    lines(0, 0, 9).writeTo(name).append()
+    lines(1, 0, 9).writeTo(name).append()
+    assert replace_range(spark, probe, lines(0, 10, 19), {"kafka://probe/0": (10, 19)}, "new")
+    assert last() == ("10", None, "new")
+    assert replace_range(spark, probe, lines(0, 10, 19), {"kafka://probe/0": (10, 19)}, "again")
+    assert last() == ("10", "10", "again")
+    assert held() == [("kafka://probe/0", 20), ("kafka://probe/1", 10)]
+    lines(0, 20, 29).unionByName(lines(1, 20, 29)).coalesce(1).writeTo(name).append()
+    cut = {"kafka://probe/0": (25, 34)}
+    assert not replace_range(spark, probe, lines(0, 25, 34), cut, "cut")
+    assert held() == [("kafka://probe/0", 30), ("kafka://probe/1", 20)]
+    spark.sql(f"DROP TABLE {name} PURGE")
 
 
 # -- source identity: duplicates by identity go, identical requests stay -----------------

@@ -6,17 +6,25 @@ now, then stop) goes through the same parse, device classification and rejects a
 lines (`messages.lines`, then `parse.parse_lines`, `to_access_rows`, `to_rejects`).
 
 Exactly once, across crashes, restarts, replays and writers side by side:
-* rows are MERGEd on their source identity (`event_id`, within the row's date partition):
-  a replayed batch, a message delivered twice and a second consumer of the topic add
-  nothing twice, and two identical requests at different offsets are two rows. The MERGE
-  updates a matched row to itself, so Iceberg validates it against concurrent commits
-  (serializable): a writer that lost the race redoes its batch, and then finds the rows;
+* a raw batch (each message identified by its partition and offset) replaces the rows of
+  its offset ranges (`replace_range`): one write and no join, where new offsets delete
+  nothing and a replayed range replaces its own rows; serializable, so a writer that lost
+  a race to the same offsets redoes its batch. Where the ranges cut a data file (one
+  compacted from several batches, another consumer's batch that ended elsewhere), and for
+  envelopes (a shipper's identity, which may come twice in one batch or from several
+  partitions), rows are MERGEd on their source identity (`event_id`, within the row's date
+  partition): a replayed batch, a message delivered twice and a second consumer of the
+  topic add nothing twice, and two identical requests at different offsets are two rows.
+  The MERGE updates a matched row to itself, so Iceberg validates it against concurrent
+  commits (serializable) too. The rejects are stored the same way;
 * the batch's offset ranges go to nginx_logs.kafka_offsets after its rows (and its
-  ingest_runs row, MERGEd on a run id made of the query id and batch id), so the table never
+  ingest_runs row, whose run id is made of the query id and batch id), so the table never
   says more than the lakehouse holds;
-* Spark's checkpoint replays an unfinished batch with the same offsets; a batch found in
-  kafka_offsets is skipped. A stream whose checkpoint is lost starts where the lakehouse
-  ends: each partition's greatest `until_offset` in kafka_offsets.
+* Spark's checkpoint replays an unfinished batch with the same offsets, as the first batch
+  of the next run: a first batch found in kafka_offsets is skipped, and its run row is
+  MERGEd on the run id (it may be there: a crash between the run row and the offsets).
+  A stream whose checkpoint is lost starts where the lakehouse ends: each partition's
+  greatest `until_offset` in kafka_offsets.
 """
 
 from __future__ import annotations
@@ -131,20 +139,69 @@ def already_committed(spark: SparkSession, query_id: str, batch_id: int) -> bool
     )
 
 
-def within_sources(alias: str, bounds: dict[str, tuple[int, int]]) -> Column | None:
+def within_sources(alias: str | None, bounds: dict[str, tuple[int, int]]) -> Column | None:
     """A condition on a table's own lineage columns (`alias`.source_file, .line_number)
     that every row of the batch's sources satisfies: the source is one of `bounds` and the
     line number within that source's least and greatest. None for no sources, or more
     than MAX_BOUNDED_SOURCES (then the MERGE reads the days' files, as without it)."""
     if not bounds or len(bounds) > MAX_BOUNDED_SOURCES:
         return None
+    at = f"{alias}." if alias else ""
     cond = None
     for source, (lo, hi) in sorted(bounds.items()):
-        one = (F.col(f"{alias}.source_file") == F.lit(source)) & F.col(
-            f"{alias}.line_number"
-        ).between(F.lit(lo), F.lit(hi))
+        one = (F.col(f"{at}source_file") == F.lit(source)) & F.col(f"{at}line_number").between(
+            F.lit(lo), F.lit(hi)
+        )
         cond = one if cond is None else cond | one
     return cond
+
+
+PARTIAL_FILE = "some, but not all, rows match filter"
+
+
+def replace_range(
+    spark: SparkSession,
+    table: Table,
+    rows: DataFrame,
+    bounds: dict[str, tuple[int, int]],
+    tag: str,
+) -> bool:
+    """Store a batch of messages identified by their coordinates (a raw value's source is
+    its partition, its line number its offset) by replacing the table's rows of those
+    coordinates: one write, no join. False when the table holds a data file that the
+    coordinates cut through (the caller MERGEs instead).
+
+    Every data file this path writes holds one partition's contiguous offsets (the Kafka
+    source reads a partition's range in one task, and the table's writes do not shuffle).
+    Rows of new offsets are then in no data file: nothing is deleted, the rows are added.
+    A replayed range's rows are each file's whole content: the files are replaced. Any
+    other overlap (a data file compacted from several batches, another consumer's batch
+    that ended elsewhere) is a file only partly within the range, which Iceberg refuses to
+    delete: False. Serializable isolation from the snapshot read first makes a concurrent
+    commit of rows within the range a conflict (the caller's commit retry runs it again,
+    on the new snapshot)."""
+    cond = within_sources(None, bounds)
+    if cond is None:
+        return False
+    target = qualified(spark, table)
+    found = query(
+        spark,
+        f"SELECT snapshot_id FROM {target}.refs WHERE name = 'main'",
+    ).collect()
+    write = (
+        rows.writeTo(target)
+        .option(f"snapshot-property.{TAG}", tag)
+        .option("isolation-level", "serializable")
+    )
+    if found:
+        write = write.option("validate-from-snapshot-id", str(found[0].snapshot_id))
+    try:
+        write.overwrite(cond)
+    except Exception as e:
+        if PARTIAL_FILE in str(e):
+            return False
+        raise
+    return True
 
 
 def merge_new(
@@ -209,9 +266,16 @@ def commit_batch(
     query_id: str,
     batch_id: int,
     checkpoint: str,
+    may_replay: bool = True,
 ) -> KafkaBatchResult | None:
-    """Store one micro-batch exactly once. None when it was committed already."""
-    if already_committed(spark, query_id, batch_id):
+    """Store one micro-batch exactly once. None when it was committed already.
+
+    `may_replay`: the batch may have run before (the first batch a process runs for its
+    query: Spark replays the batch a stopped run left unfinished). Its offsets are looked
+    up and its ingest_runs row MERGEd; a later batch is new (a failed batch ends the query),
+    so its run row is appended and nothing is looked up. Its rows are stored exactly
+    either way (`replace_range`, else `merge_new`)."""
+    if may_replay and already_committed(spark, query_id, batch_id):
         log.info("kafka batch %d: already committed, skipped", batch_id)
         return None
     run_id = batch_run_id(query_id, batch_id)
@@ -250,7 +314,11 @@ def commit_batch(
         good = staged.where(F.col("bad").isNull()).select("source_file", "line_number", "value")
         if cfg.value.field is not None:  # a shipper's identity: the same line may come twice
             good = good.dropDuplicates(["source_file", "line_number"])
-        parsed = parse_lines(good).persist(StorageLevel.MEMORY_AND_DISK)
+        parsed = parse_lines(good)
+        if cfg.value.field is not None:
+            # Read twice more (the counts, the rejects): the duplicates dropped once. A raw
+            # batch parses again instead, which costs less than caching the parsed rows.
+            parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
         stamp = dt.datetime.now(dt.timezone.utc)
         extras = tables.add_columns(spark, ACCESS_LOGS, ())
         rows = to_access_rows(parsed, F.lit(stamp), extras)
@@ -260,7 +328,10 @@ def commit_batch(
         def store() -> int | None:
             spark.conf.set(key, tag)
             try:
-                merge_new(spark, ACCESS_LOGS, rows, ["date", "event_id"], bounds)
+                if cfg.value.field is not None or not replace_range(
+                    spark, ACCESS_LOGS, rows, bounds, tag
+                ):
+                    merge_new(spark, ACCESS_LOGS, rows, ["date", "event_id"], bounds)
             finally:
                 spark.conf.unset(key)
             return inserted(spark, ACCESS_LOGS, tag)
@@ -289,10 +360,14 @@ def commit_batch(
             )
             if cfg.value.field is not None:
                 rejects = rejects.dropDuplicates(["source_file", "line_number"])
-            COMMIT_RETRY.run(
-                lambda: merge_new(spark, REJECTS, rejects, ["source_file", "line_number"], bounds),
-                f"the rejects of kafka batch {batch_id}",
-            )
+
+            def store_rejects() -> None:
+                if cfg.value.field is not None or not replace_range(
+                    spark, REJECTS, rejects, bounds, tag
+                ):
+                    merge_new(spark, REJECTS, rejects, ["source_file", "line_number"], bounds)
+
+            COMMIT_RETRY.run(store_rejects, f"the rejects of kafka batch {batch_id}")
         t = res.timed("rejects", t)
         log.info("kafka batch %d: %d new rows (%d good lines)", batch_id, res.accepted, good_lines)
     finally:
@@ -308,7 +383,7 @@ def commit_batch(
         dates=res.dates,
         seconds=res.seconds,
     )
-    record_run(spark, run_id, started, total, time.monotonic() - t0, replayable=True)
+    record_run(spark, run_id, started, total, time.monotonic() - t0, replayable=may_replay)
     record_offsets(spark, cfg, res, query_id, checkpoint)
     res.timed("ledger", t)
     return res
@@ -354,6 +429,7 @@ def ingest_topic(
     started = threading.Event()
     query_id: list[str] = []
     pending = [0]
+    ran = [False]  # a batch of this query ran in this process: later ones are new
 
     def maybe_refresh(session: SparkSession, force: bool = False) -> None:
         due = cfg.analytics_every and pending[0] >= (1 if force else cfg.analytics_every)
@@ -365,7 +441,10 @@ def ingest_topic(
         if not started.wait(QUERY_START_TIMEOUT_S):
             raise RuntimeError("streaming query did not report its id")
         session = batch.sparkSession
-        result = commit_batch(session, batch, cfg, query_id[0], batch_id, checkpoint)
+        result = commit_batch(
+            session, batch, cfg, query_id[0], batch_id, checkpoint, may_replay=not ran[0]
+        )
+        ran[0] = True
         if result is None:
             return
         for p, (_, until) in result.offsets.items():
