@@ -207,6 +207,18 @@ def test_a_replay_or_a_lost_checkpoint_adds_nothing(
     assert counts(spark, f"kafka://{topic}/%") == expected(manifest)
 
 
+def probe_table(spark: SparkSession, table: str) -> tuple[Table, str]:
+    """An empty table with access_logs' key and lineage columns, partitioned by date."""
+    probe = Table(table, ())
+    name = f"{CATALOG}.{probe}"
+    spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
+    spark.sql(
+        f"CREATE TABLE {name} (date DATE, event_id STRING, source_file STRING, "
+        "line_number BIGINT) USING iceberg PARTITIONED BY (date)"
+    )
+    return probe, name
+
+
 def test_a_merge_of_new_offsets_reads_no_data_file_of_its_day(
     spark: SparkSession, lakehouse: LocalSettings
 ) -> None:
@@ -214,13 +226,7 @@ def test_a_merge_of_new_offsets_reads_no_data_file_of_its_day(
     so Iceberg leaves out the data files whose bounds miss them. Proof by removal: with the
     day's only data file gone from disk, the MERGE of that source's next lines commits; the
     same MERGE without the bounds has to read that file, and fails."""
-    probe = Table("kafka_bounds_probe", ())
-    name = f"{CATALOG}.{probe}"
-    spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
-    spark.sql(
-        f"CREATE TABLE {name} (date DATE, event_id STRING, source_file STRING, "
-        "line_number BIGINT) USING iceberg PARTITIONED BY (date)"
-    )
+    probe, name = probe_table(spark, "kafka_bounds_probe")
 
     def lines(lo: int, hi: int) -> DataFrame:
         return spark.createDataFrame(
@@ -246,16 +252,10 @@ def test_new_offsets_are_added_a_replayed_range_replaces_and_a_cut_file_is_refus
     spark: SparkSession,
 ) -> None:
     """`replace_range`, a raw batch's write: the rows of new offsets are added (no data
-    file deleted, none read), a replayed range's files are replaced by its rows, and a
+    file deleted), a replayed range's files are replaced by its rows, and a
     range that cuts a data file (one compacted from several batches) is refused, for the
     MERGE."""
-    probe = Table("kafka_range_probe", ())
-    name = f"{CATALOG}.{probe}"
-    spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
-    spark.sql(
-        f"CREATE TABLE {name} (date DATE, event_id STRING, source_file STRING, "
-        "line_number BIGINT) USING iceberg PARTITIONED BY (date)"
-    )
+    probe, name = probe_table(spark, "kafka_range_probe")
 
     def lines(p: int, lo: int, hi: int) -> DataFrame:
         src = f"kafka://probe/{p}"
