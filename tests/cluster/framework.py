@@ -57,7 +57,7 @@ def _pins() -> dict[str, str]:
 
 
 def kubectl_path() -> Path:
-    return Path(tools()).resolve() / "kubernetes" / _pins()["version"] / "bin" / "kubectl"
+    return Path(tools()).resolve() / "bin" / "kubectl"  # `make tools`' (the cluster's too)
 
 
 def wait_for(what: str, check: Callable[[], bool], timeout: float = 600, every: float = 2) -> float:

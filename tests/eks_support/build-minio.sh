@@ -34,8 +34,9 @@ if [[ ! -x "$go" ]]; then
   exit 1
 fi
 
-# GOGC: the compiler's collector, as for logberg's own Go builds (build/tools.py, GO_BUILD_GOGC).
-export CGO_ENABLED=0 GOTOOLCHAIN=auto GOFLAGS=-mod=readonly GOGC="${GOGC:-400}"
+# GOGC and -gcflags: the compiler's collector and no DWARF, as for logberg's own Go builds
+# (build/tools.py, GO_BUILD_GOGC and GO_BUILD_GCFLAGS); -s -w as they link.
+export CGO_ENABLED=0 GOTOOLCHAIN=auto GOFLAGS="-mod=readonly -gcflags=all=-dwarf=false" GOGC="${GOGC:-400}"
 mkdir -p "$tools/minio"
 work=$(mktemp -d "$tools/minio/.build-XXXXXX")
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
@@ -49,7 +50,7 @@ cp "$rule" "$work/src/cmd/zz_logberg_missing_key.go"
 
 echo "==> go build (MinIO $version + $(basename "$rule")); several minutes on a cold cache"
 start=$SECONDS
-(cd "$work/src" && "$go" build -trimpath -o "$work/minio" .)
+(cd "$work/src" && "$go" build -trimpath -ldflags "-s -w" -o "$work/minio" .)
 mkdir -p "$out"
 mv "$work/minio" "$out/minio"
 echo "minio built in $((SECONDS - start))s: $out/minio"

@@ -1,6 +1,6 @@
 """Every Go build logberg runs (the cluster's binaries, versitygw, MinIO, the operator image,
 the test webhook) runs the compiler's collector at one setting, which a user's GOGC
-overrides."""
+overrides, and compiles without DWARF."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from logberg_platform.build.tools import GO_BUILD_GOGC, go_build_env
+from logberg_platform.build.tools import GO_BUILD_GCFLAGS, GO_BUILD_GOGC, go_build_env
 from tests.conftest import REPO
 
 
@@ -19,6 +19,7 @@ def test_a_go_build_is_static_and_collects_at_the_build_setting(
     env = go_build_env(GOBIN="/x")
     assert (env["GOGC"], env["CGO_ENABLED"], env["GOBIN"]) == (GO_BUILD_GOGC, "0", "/x")
     assert int(GO_BUILD_GOGC) > 100  # Go's default: what the setting is there to raise
+    assert env["GOFLAGS"].split() == ["-buildvcs=false", f"-gcflags={GO_BUILD_GCFLAGS}"]
 
 
 def test_a_users_gogc_wins(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -31,3 +32,4 @@ def test_the_builds_outside_python_use_the_same_setting() -> None:
     minio = (REPO / "tests/eks_support/build-minio.sh").read_text()
     assert re.findall(r"^ +GOGC=(\d+)$", dockerfile, re.M) == [GO_BUILD_GOGC]
     assert re.findall(r'GOGC="\$\{GOGC:-(\d+)\}"', minio) == [GO_BUILD_GOGC]
+    assert re.findall(r"-gcflags=(\S+?)[\"\s]", dockerfile + minio) == [GO_BUILD_GCFLAGS] * 2

@@ -6,7 +6,9 @@ staging modules (k8s.io/api, client-go, ...) with `./staging/...` paths. So we b
 small wrapper module of our own that requires k8s.io/kubernetes at the pin and maps every
 staging module to its published `v0.<minor>.<patch>` release. The same module holds a
 three-line etcd main (etcd's server at the version Kubernetes itself requires), so one
-`go build` compiles the shared dependencies once for all seven binaries.
+`go build` compiles the shared dependencies once for all six binaries. kubectl is not among
+them: the cluster uses the one `make tools` installs from its pinned wheel (the same minor),
+which spares a cold build kubectl's own 190-odd packages and a link.
 
 CoreDNS is built from a second wrapper with only the plugins the cluster's Corefile uses
 (no forward, no cloud back-ends): smaller, faster to build, and unable to send a query off
@@ -36,7 +38,7 @@ from pathlib import Path
 from logberg.errors import ConfigError, ServiceError
 from logberg.versions import KubePins
 from logberg_platform.build.locks import folder_lock
-from logberg_platform.build.tools import go_build_env
+from logberg_platform.build.tools import ensure_helm_kubectl, go_build_env
 from logberg_platform.cluster.binaries import (
     COREDNS_PLUGINS,
     KUBE_COMMANDS,
@@ -75,6 +77,7 @@ def ensure_binaries(tools: Path | None = None, log: Log = print) -> Binaries:
         kube_bin=_ensure_kubernetes(go, tools, pins, log),
         coredns=_ensure_coredns(go, tools, pins, log) / "coredns",
         netpol=_ensure_netpol(go, tools, pins, log) / NETPOL,
+        kubectl=ensure_helm_kubectl(tools)[1],
     )
 
 

@@ -1,7 +1,9 @@
 """Where the local cluster's binaries are: Kubernetes, etcd, CoreDNS and the NetworkPolicy
 enforcer (kube-network-policies) at the pinned
 versions, in the versioned cache `make cluster-build` (`logberg setup kubernetes`,
-logberg_platform.build.kubernetes_binaries) fills. Found here, never built here."""
+logberg_platform.build.kubernetes_binaries) fills, and kubectl: the one `make tools`
+installs from its pinned wheel (versions.toml [tools].kubectl_wheel, the cluster's minor),
+not built again with the server. Found here, never built here."""
 
 from __future__ import annotations
 
@@ -20,7 +22,6 @@ KUBE_COMMANDS = (
     "kube-scheduler",
     "kubelet",
     "kube-proxy",
-    "kubectl",
 )
 # Plugins compiled into CoreDNS; their order in the Corefile is CoreDNS's own
 # (dnsserver.Directives), not this tuple's.
@@ -35,7 +36,7 @@ COREDNS_PLUGINS = (
     "loadbalance",
 )
 # Bump when the build recipe changes: a cache built by an older recipe is rebuilt.
-RECIPE = "2"
+RECIPE = "3"
 
 
 def kube_pins() -> KubePins:
@@ -50,18 +51,23 @@ NETPOL = "kube-network-policies"
 
 @dataclass(frozen=True)
 class Binaries:
-    kube_bin: Path  # the six Kubernetes commands and etcd
+    kube_bin: Path  # the five Kubernetes server commands and etcd
     coredns: Path
     netpol: Path  # the NetworkPolicy enforcer
+    kubectl: Path
 
     def __getitem__(self, name: str) -> Path:
-        if name == "coredns":
-            return self.coredns
-        return self.netpol if name == NETPOL else self.kube_bin / name
+        named = {"coredns": self.coredns, NETPOL: self.netpol, "kubectl": self.kubectl}
+        return named.get(name, self.kube_bin / name)
 
 
 def tools_dir() -> Path:
     return Path(os.environ.get("LOGBERG_TOOLS", ".tools")).resolve()
+
+
+def kubectl_path(tools: Path) -> Path:
+    """`make tools`' kubectl (logberg_platform.build.tools.ensure_helm_kubectl)."""
+    return tools / "bin" / "kubectl"
 
 
 def kube_bin_dir(tools: Path, pins: KubePins) -> Path:
@@ -86,8 +92,14 @@ def cached_binaries(tools: Path | None = None) -> Binaries | None:
         complete(kube, kube_key(pins), (*KUBE_COMMANDS, "etcd"))
         and complete(dns, coredns_key(pins), ("coredns",))
         and complete(netpol, netpol_key(pins), (NETPOL,))
+        and os.access(kubectl_path(tools), os.X_OK)
     ):
-        return Binaries(kube_bin=kube, coredns=dns / "coredns", netpol=netpol / NETPOL)
+        return Binaries(
+            kube_bin=kube,
+            coredns=dns / "coredns",
+            netpol=netpol / NETPOL,
+            kubectl=kubectl_path(tools),
+        )
     return None
 
 

@@ -32,6 +32,7 @@ from logberg_platform.cluster.binaries import (
     cached_binaries,
     kube_bin_dir,
     kube_pins,
+    kubectl_path,
     required_binaries,
 )
 from logberg_platform.cluster.cluster_settings import FIXED_PORTS, ClusterSettings
@@ -501,9 +502,10 @@ def status(s: ClusterSettings) -> str:
 
 
 def env_lines(s: ClusterSettings) -> str:
-    """Shell lines that point kubectl (the cluster's own version) at the cluster."""
-    bindir = kube_bin_dir(s.tools, kube_pins())
-    return f"export KUBECONFIG={s.kubeconfig}\nexport PATH={bindir}:$PATH"
+    """Shell lines that point kubectl (`make tools`', of the cluster's minor) at the cluster,
+    with the cluster's own commands (kube-apiserver, etcd, ...) after it on the PATH."""
+    first = f"{kubectl_path(s.tools).parent}:{kube_bin_dir(s.tools, kube_pins())}"
+    return f"export KUBECONFIG={s.kubeconfig}\nexport PATH={first}:$PATH"
 
 
 def load(
