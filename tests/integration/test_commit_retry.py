@@ -137,3 +137,43 @@ def test_a_real_conflict_is_retried_until_the_commit_lands(spark: Any, errors: A
     assert CommitRetry(wait=waits.append).run(step, "a validated overwrite") == 2
     assert waits == []  # the other writer's commit had landed: the retry starts at once
     assert _table(spark).currentSnapshot().snapshotId() != before
+
+
+def test_maintenance_leaves_manifests_beaten_by_other_writers_to_the_next_run(
+    spark: Any, errors: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stream's commits may replace, try after try, the manifests rewrite_manifests would
+    rewrite: the run still expires snapshots and removes orphans, says the manifests were
+    left, and stays ok. Any other error of that step still fails the table."""
+    from logberg.pipeline import maintenance as m
+
+    real_call = m.call
+    called: list[str] = []
+
+    def call(spark_: Any, procedure: str, args: dict[str, str]) -> Any:
+        called.append(procedure)
+        if procedure == "rewrite_manifests":
+            raise errors["validation"]  # as Iceberg raised it on this table
+        return real_call(spark_, procedure, args)
+
+    monkeypatch.setattr(m, "call", call)
+    cfg = m.MaintainConfig(tables=(TABLE.split(".", 1)[1],), max_retries=2)
+    report = m.TableReport(table=cfg.tables[0])
+    m.maintain_table(spark, cfg, report)
+    assert called == [
+        "rewrite_data_files",
+        *["rewrite_manifests"] * 3,  # the first try and its two retries
+        "expire_snapshots",
+        "remove_orphan_files",
+    ]
+    assert (report.manifests_deferred, report.status, report.retries) == (True, "ok", 2)
+    assert report.line().endswith("manifests left to the next run (concurrent commits): ok")
+
+    def failing(spark_: Any, procedure: str, args: dict[str, str]) -> Any:
+        if procedure == "rewrite_manifests":
+            raise errors["other"]
+        return real_call(spark_, procedure, args)
+
+    monkeypatch.setattr(m, "call", failing)
+    with pytest.raises(Exception, match="no_such_table"):
+        m.maintain_table(spark, cfg, m.TableReport(table=cfg.tables[0]))
