@@ -202,7 +202,10 @@ def deployed() -> Iterator[Deployed]:
                                 "monitoring": {"pushgatewayUrl": d.gateway},
                                 "spark": {
                                     # As tests/conftest.py's TEST_JAVA_OPTIONS: small data.
-                                    "javaOptions": TEST_JAVA_OPTIONS,
+                                    # -Xshare:on: a JVM the entrypoint hands the image's
+                                    # class archive fails to start if it cannot map it, so
+                                    # every application here proves it maps on the node.
+                                    "javaOptions": f"{TEST_JAVA_OPTIONS} -Xshare:on",
                                     # One retry of a failed run (values-kind.yaml: 3): what
                                     # the fault tests need (a second attempt, or a re-apply),
                                     # and a failing job fails after 2 drivers, not 4.

@@ -61,6 +61,9 @@ def check_submitted_ingest(deployed: Deployed, name: str, stdout: str) -> None:
     logs = logberg_k8s(deployed, "logs", name)
     assert logs.returncode == 0, logs.stderr
     assert re.search(r"^ingest \w+: files=2 ", logs.stdout, re.M), logs.stdout[-2000:]
+    # Its JVM was handed the image's class archive; with the release's -Xshare:on it would
+    # not have started had the node's copy of the image not let it map the archive.
+    assert "entrypoint: the JVM maps the image's class archive" in logs.stdout, logs.stdout[:2000]
 
 
 def test_sql_reads_piped_statements_through_the_toolbox(deployed: Deployed) -> None:

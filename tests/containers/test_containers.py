@@ -586,17 +586,19 @@ def test_operator_image_is_the_pinned_controller_with_spark(
         "run", "--rm", "--network", engine.network, tags["spark-operator"], "version", "--short"
     )
     assert PINS["kubernetes"]["spark_operator"] in version.stdout, version.stdout
-    submit = engine.run(
-        "run",
-        "--rm",
-        "--network",
-        engine.network,
-        "--entrypoint",
-        "spark-submit",
-        tags["spark-operator"],
-        "--version",
+    # The spark-submit the controller runs, in the environment its entrypoint gives it (the
+    # image's entrypoint up to the controller binary): on the Spark image's class archive.
+    [*entrypoint, controller] = json.loads(
+        engine.run("inspect", "-f", "{{json .Config.Entrypoint}}", tags["spark-operator"]).stdout
     )
+    assert controller == "/usr/bin/spark-operator"
+    submit = engine.run(
+        "run", "--rm", "--network", engine.network, "--entrypoint", json.dumps(entrypoint),
+        "-e", "SPARK_SUBMIT_OPTS=-Xlog:class+load=info",
+        tags["spark-operator"], "spark-submit", "--version",
+    )  # fmt: skip
     assert f"version {PINS['spark']['version']}" in submit.stdout + submit.stderr
+    assert from_class_archive(submit.stdout + submit.stderr) > 1000
 
 
 def test_spark_entrypoint_runs_a_driver(engine: Engine, tags: dict[str, str]) -> None:
@@ -632,6 +634,7 @@ def test_spark_entrypoint_starts_an_executor(engine: Engine, tags: dict[str, str
         "SPARK_EXECUTOR_POD_IP": "127.0.0.1",
         "SPARK_JAVA_OPT_0": "-XX:+PrintCommandLineFlags",
         "SPARK_JAVA_OPT_1": "-Dspark.network.timeout=10s",
+        "SPARK_JAVA_OPT_2": "-Xlog:class+load=info",
     }
     proc = engine.once(
         tags["spark"], "executor", name=f"{PREFIX}-executor", env=env, timeout=READY_TIMEOUT
@@ -641,6 +644,57 @@ def test_spark_entrypoint_starts_an_executor(engine: Engine, tags: dict[str, str
     assert "MaxHeapSize=536870912" in out and "+PrintCommandLineFlags" in out
     assert "Failed to connect to /127.0.0.1:7078" in out
     assert "Usage:" not in out
+    # Its class path starts as the archive's did: Spark's classes come out of it.
+    assert from_class_archive(out) > 1000, out[-3000:]
+
+
+def from_class_archive(jvm_output: str) -> int:
+    """How many classes a JVM run with -Xlog:class+load took from the image's class archive
+    (the dynamic archive on top of the JDK's: "shared objects file (top)")."""
+    return jvm_output.count("source: shared objects file (top)")
+
+
+@pytest.mark.parametrize(
+    ("conf_files", "mapped"),
+    [
+        ({}, True),  # docker run of a command: nothing in Spark's conf folder
+        ({"spark.properties": "spark.app.name=x\n"}, True),  # a Kubernetes driver's mount
+        ({"log4j2.properties": "rootLogger.level = warn\n"}, False),  # the conf folder first
+    ],
+    ids=["empty-conf", "spark-properties", "log4j2-properties"],
+)
+def test_spark_jvms_start_on_the_images_class_archive(
+    engine: Engine, tags: dict[str, str], tmp_path: Path, conf_files: dict[str, str], mapped: bool
+) -> None:
+    """The image build dumps the classes of a small Spark run into an archive; the
+    entrypoint starts spark-submit so that JDK 17 maps it (an empty folder, then Spark's jars
+    first on the class path), with Spark's conf folder after the jars. A conf folder that
+    holds more than spark.properties stays first, as Spark's scripts put it, without the
+    archive; the JVM starts all the same."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    conf.chmod(0o755)
+    for name, text in conf_files.items():
+        (conf / name).write_text(text)
+        (conf / name).chmod(0o644)
+    proc = engine.once(
+        tags["spark"], "spark-submit", "--version",
+        name=f"{PREFIX}-cds", mounts={str(conf): "/opt/spark/conf:ro"},
+        env={"SPARK_SUBMIT_OPTS": "-Xlog:class+load=info", "SPARK_PRINT_LAUNCH_COMMAND": "1"},
+        timeout=READY_TIMEOUT,
+    )  # fmt: skip
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert "version 4." in out
+    command = next(line for line in out.splitlines() if line.startswith("Spark Command:"))
+    class_path = command.split(" -cp ", 1)[1].split(" ", 1)[0].split(":")
+    if mapped:
+        assert from_class_archive(out) > 1000, out[-3000:]
+        assert class_path[0] == "/opt/logberg/cds/conf/"
+        assert class_path.index("/opt/spark/conf/") > class_path.index("/opt/spark/jars/*")
+    else:
+        assert from_class_archive(out) == 0
+        assert class_path[0] == "/opt/spark/conf/"
 
 
 # ------------------------------------------------------------------ images for a node
