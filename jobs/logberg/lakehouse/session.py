@@ -14,7 +14,9 @@ the local platform resolves it from what `make setup` built. Nothing here builds
 from __future__ import annotations
 
 import os
+import random
 import socket
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -193,6 +195,14 @@ def session_conf(cfg: LakehouseConfig, runtime: SparkRuntime) -> dict[str, str]:
     return {**catalog_conf(cfg), **runtime.conf}
 
 
+# Two local-mode applications that start in the same millisecond get the same id (Spark's
+# "local-<milliseconds>"), and the second finds the first's event log folder in the home's
+# shared spark.eventLog.dir: its SparkContext fails to start with this. Started again a few
+# milliseconds later, it gets an id of its own (the other application's log is untouched).
+APP_ID_CLASH = "Target log directory already exists"
+SESSION_STARTS = 5
+
+
 def build_session(
     app_name: str,
     cfg: LakehouseConfig,
@@ -212,4 +222,11 @@ def build_session(
         builder = builder.master(runtime.master)
     for key, value in {**session_conf(cfg, runtime), **(extra or {})}.items():
         builder = builder.config(key, value)
+    for _ in range(SESSION_STARTS - 1):
+        try:
+            return builder.getOrCreate()
+        except Exception as e:
+            if APP_ID_CLASH not in str(e):
+                raise
+            time.sleep(0.005 + random.random() * 0.05)  # then an id of its own
     return builder.getOrCreate()
