@@ -221,6 +221,22 @@ def test_s3_round_trip_text_and_iceberg_warehouse(spark) -> None:
     assert any(k.endswith(".metadata.json") for k in keys)
 
 
+def test_the_metastore_runs_on_the_class_archive_setup_recorded(
+    lakehouse_env: dict[str, str],
+) -> None:
+    """`make setup` records the metastore's class archive; this home's running metastore
+    maps it (JDK 17 unmaps an archive it cannot use, so /proc shows only one in use)."""
+    from logberg_platform import metastore, setup_artifacts
+    from logberg_platform.local_settings import LocalSettings
+
+    s = LocalSettings.from_env()
+    archive = setup_artifacts.metastore_cds_archive(s)
+    assert archive.is_file(), f"{archive}: `make setup` (logberg setup cds) records it"
+    pid = metastore.service(s).pid()
+    assert pid is not None
+    assert str(archive) in Path(f"/proc/{pid}/maps").read_text()
+
+
 def test_metastore_down_or_wrong_port_fails_fast(lakehouse_env: dict[str, str]) -> None:
     r = run_logberg(
         ["query", "SELECT 1"], {**lakehouse_env, "LOGBERG_METASTORE_PORT": str(free_port())}

@@ -148,6 +148,42 @@ def test_class_archive_options_follow_the_archive(
     assert f"-XX:ArchiveClassesAtExit={out}" in setup_artifacts.cds_java_options(s, dump_to=out)
 
 
+def test_metastore_class_archive_is_per_jar_set_and_its_conf_is_off_the_class_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The metastore's JVMs map the archive `make setup` recorded for this JDK and jar set;
+    the conf folder is named by METASTORE_CONF_DIR, never put on the class path (a folder
+    there would stop JDK 17 from mapping the archive)."""
+    from logberg_platform import metastore, setup_artifacts
+
+    lib = setup_artifacts.hive_home(tmp_path) / "lib"
+    lib.mkdir(parents=True)
+    (lib / "hive-standalone-metastore-3.1.3.jar").write_bytes(b"")
+    monkeypatch.setenv("LOGBERG_TOOLS", str(tmp_path))
+    monkeypatch.setenv("LOGBERG_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv(setup_artifacts.METASTORE_CDS_DUMP_ENV, raising=False)
+    s = LocalSettings.from_env()
+    conf = s.metastore_dir / "conf"
+    cmd = metastore._java_cmd(s, conf, metastore.MAIN_CLASS, [])
+    assert not any(o.startswith("-XX:SharedArchiveFile") for o in cmd)  # none recorded yet
+    class_path = cmd[cmd.index("-cp") + 1].split(":")
+    assert str(conf) not in class_path and all(p.endswith(".jar") for p in class_path)
+    assert metastore._env(s)["METASTORE_CONF_DIR"] == str(conf)
+    archive = setup_artifacts.metastore_cds_archive(s)
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(b"x")
+    for main in (metastore.MAIN_CLASS, metastore.SCHEMA_TOOL):
+        assert f"-XX:SharedArchiveFile={archive}" in metastore._java_cmd(s, conf, main, [])
+    # Setup's metastore writes it; schematool never does.
+    monkeypatch.setenv(setup_artifacts.METASTORE_CDS_DUMP_ENV, str(tmp_path / "m.jsa"))
+    dump = f"-XX:ArchiveClassesAtExit={tmp_path / 'm.jsa'}"
+    assert dump in metastore._java_cmd(s, conf, metastore.MAIN_CLASS, [])
+    assert dump not in metastore._java_cmd(s, conf, metastore.SCHEMA_TOOL, [])
+    # Another jar set is another archive.
+    (lib / "other.jar").write_bytes(b"")
+    assert setup_artifacts.metastore_cds_archive(s) != archive
+
+
 def test_a_session_never_builds_what_setup_makes(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -117,16 +117,22 @@ def write_conf(s: LocalSettings, warehouse: str, s3_endpoint: str | None) -> Pat
 
 
 def _java_cmd(s: LocalSettings, conf: Path, main: str, args: list[str]) -> list[str]:
-    cp = [str(conf), *map(str, setup_artifacts.metastore_classpath(s.tools))]
+    """The JVM of `main` on the metastore's jars. The conf folder is not on the class path
+    (METASTORE_CONF_DIR names it: `_env`), so that the JVM can map the class archive `make
+    setup` records (JDK 17 maps one only over a class path without a non-empty folder); the
+    metastore itself writes it when LOGBERG_METASTORE_CDS_DUMP names a file (setup)."""
+    cp = setup_artifacts.metastore_classpath(s.tools)
+    dump = os.environ.get(setup_artifacts.METASTORE_CDS_DUMP_ENV) if main == MAIN_CLASS else None
     return [
         str(java_home() / "bin" / "java"),
         *JVM_OPTS,
+        *setup_artifacts.metastore_cds_java_options(s, dump),
         *java_options(),
         f"-Dlogberg.home={s.home}",
         f"-Dderby.system.home={s.metastore_dir}",
         f"-Dlog4j.configurationFile={conf / 'metastore-log4j2.properties'}",
         "-cp",
-        ":".join(cp),
+        ":".join(map(str, cp)),
         main,
         *args,
     ]
@@ -138,6 +144,8 @@ def _env(s: LocalSettings, extra: dict[str, str] | None = None) -> dict[str, str
         {
             "JAVA_HOME": str(java_home()),
             "METASTORE_HOME": str(setup_artifacts.hive_home(s.tools)),
+            # Where its metastore-site.xml is (write_conf): read before METASTORE_HOME's.
+            "METASTORE_CONF_DIR": str(s.metastore_dir / "conf"),
             "HADOOP_USER_NAME": env.get("HADOOP_USER_NAME", env.get("USER", "logberg")),
         }
     )

@@ -19,6 +19,7 @@ from logberg_platform.local_settings import LocalSettings, java_home
 JAVA_SOURCES = Path(logberg.__file__).resolve().parent / "java"  # the runtime package ships them
 PARSER_JAR_PREFIX = "logberg-parser"
 CDS_DUMP_ENV = "LOGBERG_CDS_DUMP"  # set by setup for the one JVM that writes the archive
+METASTORE_CDS_DUMP_ENV = "LOGBERG_METASTORE_CDS_DUMP"  # the same, for the metastore's
 CDS_QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # a stale archive is ignored, silently
 SETUP_HINT = "run `make setup`"
 
@@ -102,6 +103,12 @@ def kafka_broker_classpath(tools: Path) -> list[Path]:
     return found
 
 
+def kubectl_path(tools: Path) -> Path:
+    """Where `make tools` puts kubectl (build.tools.ensure_helm_kubectl; the local cluster's
+    kubectl too)."""
+    return tools / "bin" / "kubectl"
+
+
 def metastore_classpath(tools: Path) -> list[Path]:
     home = hive_home(tools)
     if not (home / "lib").is_dir():
@@ -132,6 +139,28 @@ def cds_archive(settings: LocalSettings) -> Path:
     ]
     key = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
     return settings.tools / "cds" / f"spark-{key}.jsa"
+
+
+def metastore_cds_archive(settings: LocalSettings) -> Path:
+    """Where the metastore's class archive for this JDK and jar set lives (it may not exist).
+    Its class path is metastore_classpath's: jars only, in a fixed order."""
+    release = java_home() / "release"
+    parts = [
+        str(java_home()),
+        release.read_text() if release.is_file() else "",
+        *map(str, metastore_classpath(settings.tools)),
+    ]
+    key = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    return settings.tools / "cds" / f"metastore-{key}.jsa"
+
+
+def metastore_cds_java_options(settings: LocalSettings, dump_to: str | None = None) -> list[str]:
+    """JVM options for the metastore and schematool: write the archive (setup), use it, or
+    nothing."""
+    if dump_to:
+        return [f"-XX:ArchiveClassesAtExit={dump_to}", *CDS_QUIET.split()]
+    path = metastore_cds_archive(settings)
+    return [f"-XX:SharedArchiveFile={path}", *CDS_QUIET.split()] if path.is_file() else []
 
 
 def cds_java_options(settings: LocalSettings, dump_to: str | None = None) -> str:

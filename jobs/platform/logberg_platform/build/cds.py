@@ -1,11 +1,13 @@
-"""A class-data-sharing archive (AppCDS) for local Spark sessions: a faster JVM start.
+"""Class-data-sharing archives (AppCDS) for local Spark sessions and the local metastore: a
+faster JVM start.
 
 A local job's JVM loads some 20,000 classes (Spark, Iceberg, Hive client, Parquet) before
 it does any work. `make setup` runs `logberg setup cds`: one small ingest + analytics in
-one JVM, on a throw-away home and metastore, with `-XX:ArchiveClassesAtExit`. Local
-sessions then map that archive (`-XX:SharedArchiveFile`), which saves seconds per process
-(bench/README.md). The archive is named after this JDK, PySpark and jar set; with none
-for them, sessions simply start without one.
+one JVM, on a throw-away home and metastore, with `-XX:ArchiveClassesAtExit`; the
+metastore of that home writes its own archive when it stops. Local sessions then map
+theirs (`-XX:SharedArchiveFile`), which saves seconds per process (bench/README.md), and
+the metastore and schematool map the metastore's. Each archive is named after this JDK and
+its jar set; with none for them, the JVMs simply start without one.
 """
 
 from __future__ import annotations
@@ -19,16 +21,23 @@ from pathlib import Path
 
 from logberg.errors import ServiceError
 from logberg_platform.local_settings import LocalSettings
-from logberg_platform.setup_artifacts import CDS_DUMP_ENV, cds_archive
+from logberg_platform.setup_artifacts import (
+    CDS_DUMP_ENV,
+    METASTORE_CDS_DUMP_ENV,
+    cds_archive,
+    metastore_cds_archive,
+)
 from logberg_platform.supervisor import free_port
 
 KEEP_ARCHIVES = 3
 
 
 def build(settings: LocalSettings, force: bool = False) -> Path:
-    """Run a small pipeline in a throw-away home and keep its JVM's class archive."""
+    """Run a small pipeline in a throw-away home and keep its JVMs' class archives (the
+    Spark session's and the metastore's); returns the Spark session's."""
     target = cds_archive(settings)
-    if target.is_file() and not force:
+    metastore_target = metastore_cds_archive(settings)
+    if target.is_file() and metastore_target.is_file() and not force:
         return target
     cli = [sys.executable, "-m", "logberg.cli"]
     with tempfile.TemporaryDirectory(prefix="logberg-cds-") as tmp:
@@ -47,6 +56,7 @@ def build(settings: LocalSettings, force: bool = False) -> Path:
             *("--end-date", "2025-01-02", "--seed", "1", "--malformed-rate", "0.01"),
         ]
         dump = Path(tmp) / "spark.jsa"
+        metastore_dump = Path(tmp) / "metastore.jsa"
 
         def run(*args: str, extra: dict[str, str] | None = None) -> None:
             r = subprocess.run(
@@ -55,20 +65,26 @@ def build(settings: LocalSettings, force: bool = False) -> Path:
             if r.returncode != 0:
                 raise ServiceError(f"setup cds: `logberg {args[0]}` failed:\n{r.stderr[-3000:]}")
 
-        run("local", "up", "--no-connect")
+        # The metastore writes its archive when `local down` stops it.
+        run("local", "up", "--no-connect", extra={METASTORE_CDS_DUMP_ENV: str(metastore_dump)})
         try:
             run(*generate)
             run("run", "--input", landing.as_uri(), extra={CDS_DUMP_ENV: str(dump)})
         finally:
             run("local", "down")
-        if not dump.is_file():
-            raise ServiceError("setup cds: the JVM wrote no class archive")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_suffix(".part")
-        shutil.copyfile(dump, partial)
-        partial.replace(target)
+        for written, kept, what in (
+            (dump, target, "the Spark session's JVM"),
+            (metastore_dump, metastore_target, "the metastore's JVM"),
+        ):
+            if not written.is_file() or written.stat().st_size == 0:
+                raise ServiceError(f"setup cds: {what} wrote no class archive")
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            partial = kept.with_suffix(".part")
+            shutil.copyfile(written, partial)
+            partial.replace(kept)
     # ~200 MB each: keep the newest few (other checkouts sharing these tools may use them).
-    archives = sorted(target.parent.glob("spark-*.jsa"), key=lambda p: p.stat().st_mtime)
-    for old in archives[:-KEEP_ARCHIVES]:
-        old.unlink(missing_ok=True)
+    for pattern in ("spark-*.jsa", "metastore-*.jsa"):
+        archives = sorted(target.parent.glob(pattern), key=lambda p: p.stat().st_mtime)
+        for old in archives[:-KEEP_ARCHIVES]:
+            old.unlink(missing_ok=True)
     return target
