@@ -39,6 +39,7 @@ from typing import Any
 
 import yaml
 
+from logberg_platform.setup_artifacts import kubectl_path as tools_kubectl
 from tests.conftest import REPO
 from tests.helpers.waiting import eventually
 
@@ -57,7 +58,7 @@ def _pins() -> dict[str, str]:
 
 
 def kubectl_path() -> Path:
-    return Path(tools()).resolve() / "bin" / "kubectl"  # `make tools`' (the cluster's too)
+    return tools_kubectl(Path(tools()).resolve())  # `make tools`' (the cluster's too)
 
 
 def wait_for(what: str, check: Callable[[], bool], timeout: float = 600, every: float = 2) -> float:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from logberg.errors import ConfigError
 from logberg.versions import KubePins, pins
+from logberg_platform.setup_artifacts import kubectl_path
 
 BUILD_HINT = "run `make cluster-build` (logberg setup kubernetes)"
 KUBE_COMMANDS = (
@@ -63,11 +64,6 @@ class Binaries:
 
 def tools_dir() -> Path:
     return Path(os.environ.get("LOGBERG_TOOLS", ".tools")).resolve()
-
-
-def kubectl_path(tools: Path) -> Path:
-    """`make tools`' kubectl (logberg_platform.build.tools.ensure_helm_kubectl)."""
-    return tools / "bin" / "kubectl"
 
 
 def kube_bin_dir(tools: Path, pins: KubePins) -> Path:
