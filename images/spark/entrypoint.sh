@@ -28,15 +28,15 @@ need() {
 # (spark-submit reads it by --properties-file). That folder then goes after the jars.
 # With anything else there (log4j2.properties, spark-defaults.conf...) the JVM starts as
 # Spark's scripts start it, conf folder first, without the archive.
-cds_archive=/opt/logberg/cds/spark.jsa
-cds_conf=/opt/logberg/cds/conf
-cds_options="-XX:SharedArchiveFile=$cds_archive -Xlog:cds=off -Xlog:cds+dynamic=off"
+# shellcheck source=images/spark/cds.env
+. /opt/logberg/cds.env
+cds_options="-XX:SharedArchiveFile=$cds_archive $cds_quiet"
 
 conf_dir="${SPARK_CONF_DIR:-$spark_home/conf}"
 
 # True when the conf folder holds nothing but spark.properties (a ConfigMap volume also
 # holds its ..data link and ..<timestamp> folder) and the image has its archive.
-archive_fits() {
+archive_fits_here() {
   local entry
   [ -f "$cds_archive" ] || return 1
   [ -d "$conf_dir" ] || return 0
@@ -46,11 +46,13 @@ archive_fits() {
   done
   return 0
 }
+# Looked at once; the conf folder does not change while this script runs.
+if archive_fits_here; then archive_fits=yes; else archive_fits=no; fi
 
 # Run spark-submit (and so PySpark's JVM) on the archive: the empty folder stands in for
 # the conf folder, which follows the jars (SPARK_DIST_CLASSPATH comes after them).
 use_archive_for_spark_submit() {
-  if archive_fits; then
+  if [ "$archive_fits" = yes ]; then
     if [ -d "$conf_dir" ]; then
       export SPARK_DIST_CLASSPATH="$conf_dir${SPARK_DIST_CLASSPATH:+:$SPARK_DIST_CLASSPATH}"
     fi
@@ -78,7 +80,7 @@ class_path() {
   local cp="${SPARK_CLASSPATH:-}"
   local dirs=("$conf_dir" "${HADOOP_CONF_DIR:-}")
   local dir
-  if archive_fits; then
+  if [ "$archive_fits" = yes ]; then
     # As Spark's launcher writes it: the folder with a trailing /, slf4j's API jar first.
     local slf4j
     slf4j="$(printf '%s:' "$spark_home"/jars/slf4j-api-*.jar)"
@@ -121,12 +123,10 @@ case "${1:-}" in
       export LD_LIBRARY_PATH="$SPARK_EXECUTOR_LIBRARY_PATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     fi
     archive=()
-    if archive_fits; then
+    if [ "$archive_fits" = yes ]; then
       read -r -a archive <<<"$cds_options"
-      say_archive yes
-    else
-      say_archive no
     fi
+    say_archive "$archive_fits"
     exec "${JAVA_HOME:-/opt/java}/bin/java" \
       "${archive[@]}" \
       "-Xms$SPARK_EXECUTOR_MEMORY" "-Xmx$SPARK_EXECUTOR_MEMORY" \

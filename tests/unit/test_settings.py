@@ -128,11 +128,11 @@ def test_class_archive_options_follow_the_archive(
     monkeypatch.setenv("LOGBERG_HOME", str(tmp_path / "home"))
     monkeypatch.delenv(setup_artifacts.CDS_DUMP_ENV, raising=False)
     s = LocalSettings.from_env()
-    assert setup_artifacts.cds_java_options(s) == ""  # no archive yet: start without one
     archive = setup_artifacts.cds_archive(s)
+    assert setup_artifacts.cds_java_options(archive) == []  # no archive yet: start without one
     archive.parent.mkdir(parents=True)
     archive.write_bytes(b"x")
-    assert f"-XX:SharedArchiveFile={archive}" in setup_artifacts.cds_java_options(s)
+    assert f"-XX:SharedArchiveFile={archive}" in setup_artifacts.cds_java_options(archive)
     cfg = LakehouseConfig(metastore_uri=s.metastore_uri, warehouse=s.warehouse.as_uri())
     conf = local.spark_runtime(s, cfg).conf
     assert f"-XX:SharedArchiveFile={archive}" in conf["spark.driver.extraJavaOptions"]
@@ -142,10 +142,11 @@ def test_class_archive_options_follow_the_archive(
     assert str(parser) in conf["spark.driver.extraClassPath"]
     # Another jar set is another archive; the old one is not used for it.
     (jars / "other.jar").write_bytes(b"")
-    assert setup_artifacts.cds_archive(s) != archive
-    assert setup_artifacts.cds_java_options(s) == ""
+    other = setup_artifacts.cds_archive(s)
+    assert other != archive
+    assert setup_artifacts.cds_java_options(other) == []
     out = str(tmp_path / "out.jsa")
-    assert f"-XX:ArchiveClassesAtExit={out}" in setup_artifacts.cds_java_options(s, dump_to=out)
+    assert f"-XX:ArchiveClassesAtExit={out}" in setup_artifacts.cds_java_options(other, out)
 
 
 def test_metastore_class_archive_is_per_jar_set_and_its_conf_is_off_the_class_path(

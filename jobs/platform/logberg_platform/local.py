@@ -175,7 +175,11 @@ def spark_runtime(s: LocalSettings, cfg: LakehouseConfig) -> SparkRuntime:
         env.update(s3server.client_env(s))  # the local server only knows its own keys
     spark_dir = s.home / "spark"
     (spark_dir / "tmp").mkdir(parents=True, exist_ok=True)
-    cds = setup_artifacts.cds_java_options(s, os.environ.get(setup_artifacts.CDS_DUMP_ENV))
+    cds = " ".join(
+        setup_artifacts.cds_java_options(
+            setup_artifacts.cds_archive(s), os.environ.get(setup_artifacts.CDS_DUMP_ENV)
+        )
+    )
     conf = {
         # On the JVM's own class path, not spark.jars: local mode then does not copy the
         # jars (the AWS SDK bundle is 600 MB) into every session's work directory.

@@ -126,7 +126,7 @@ def _java_cmd(s: LocalSettings, conf: Path, main: str, args: list[str]) -> list[
     return [
         str(java_home() / "bin" / "java"),
         *JVM_OPTS,
-        *setup_artifacts.metastore_cds_java_options(s, dump),
+        *setup_artifacts.cds_java_options(setup_artifacts.metastore_cds_archive(s), dump),
         *java_options(),
         f"-Dlogberg.home={s.home}",
         f"-Dderby.system.home={s.metastore_dir}",

@@ -20,7 +20,8 @@ JAVA_SOURCES = Path(logberg.__file__).resolve().parent / "java"  # the runtime p
 PARSER_JAR_PREFIX = "logberg-parser"
 CDS_DUMP_ENV = "LOGBERG_CDS_DUMP"  # set by setup for the one JVM that writes the archive
 METASTORE_CDS_DUMP_ENV = "LOGBERG_METASTORE_CDS_DUMP"  # the same, for the metastore's
-CDS_QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # a stale archive is ignored, silently
+# A stale archive is ignored, silently (images/spark/entrypoint.sh says the same for the image).
+CDS_QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 SETUP_HINT = "run `make setup`"
 
 
@@ -126,46 +127,34 @@ def metastore_classpath(tools: Path) -> list[Path]:
     return cp
 
 
+def _class_archive(settings: LocalSettings, name: str, class_path: list[str]) -> Path:
+    """Where the class archive of `name`'s JVMs for this JDK and class path lives (it may
+    not exist): JDK 17 maps an archive only over the class path it was written with."""
+    release = java_home() / "release"
+    parts = [str(java_home()), release.read_text() if release.is_file() else "", *class_path]
+    key = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    return settings.tools / "cds" / f"{name}-{key}.jsa"
+
+
 def cds_archive(settings: LocalSettings) -> Path:
-    """Where the class archive for this JDK, PySpark and jar set lives (it may not exist)."""
+    """The local Spark session's archive: per JDK, PySpark and jar set."""
     import pyspark
 
-    release = java_home() / "release"
-    parts = [
-        str(java_home()),
-        release.read_text() if release.is_file() else "",
-        pyspark.__version__,
-        *(j.name for j in spark_jars(settings.tools)),
-    ]
-    key = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
-    return settings.tools / "cds" / f"spark-{key}.jsa"
+    jars = [j.name for j in spark_jars(settings.tools)]
+    return _class_archive(settings, "spark", [pyspark.__version__, *jars])
 
 
 def metastore_cds_archive(settings: LocalSettings) -> Path:
-    """Where the metastore's class archive for this JDK and jar set lives (it may not exist).
-    Its class path is metastore_classpath's: jars only, in a fixed order."""
-    release = java_home() / "release"
-    parts = [
-        str(java_home()),
-        release.read_text() if release.is_file() else "",
-        *map(str, metastore_classpath(settings.tools)),
-    ]
-    key = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
-    return settings.tools / "cds" / f"metastore-{key}.jsa"
+    """The metastore's and schematool's archive. Their class path is metastore_classpath's:
+    jars only, in a fixed order."""
+    return _class_archive(
+        settings, "metastore", list(map(str, metastore_classpath(settings.tools)))
+    )
 
 
-def metastore_cds_java_options(settings: LocalSettings, dump_to: str | None = None) -> list[str]:
-    """JVM options for the metastore and schematool: write the archive (setup), use it, or
-    nothing."""
+def cds_java_options(archive: Path, dump_to: str | None = None) -> list[str]:
+    """JVM options that write the archive to `dump_to` (setup), map `archive`, or nothing
+    when there is none."""
     if dump_to:
-        return [f"-XX:ArchiveClassesAtExit={dump_to}", *CDS_QUIET.split()]
-    path = metastore_cds_archive(settings)
-    return [f"-XX:SharedArchiveFile={path}", *CDS_QUIET.split()] if path.is_file() else []
-
-
-def cds_java_options(settings: LocalSettings, dump_to: str | None = None) -> str:
-    """JVM options for a local session: write the archive (setup), use it, or nothing."""
-    if dump_to:
-        return f"-XX:ArchiveClassesAtExit={dump_to} {CDS_QUIET}"
-    path = cds_archive(settings)
-    return f"-XX:SharedArchiveFile={path} {CDS_QUIET}" if path.is_file() else ""
+        return [f"-XX:ArchiveClassesAtExit={dump_to}", *CDS_QUIET]
+    return [f"-XX:SharedArchiveFile={archive}", *CDS_QUIET] if archive.is_file() else []
