@@ -23,7 +23,7 @@ from logberg.errors import ConfigError
 from logberg_platform.build import container_images as images
 from logberg_platform.cluster.node_images import content_tag
 from logberg_platform.local_settings import LocalSettings, java_home
-from logberg_platform.setup_artifacts import agent_jars
+from logberg_platform.setup_artifacts import agent_jars, jar_dir
 
 pytestmark = pytest.mark.static
 
@@ -207,7 +207,8 @@ def test_image_jars_are_the_local_paths_jars() -> None:
 
     groups = jars.groups(pins())
     spark = _pom_coordinates(IMAGES / "spark" / "pom.xml", SPARK)
-    assert spark == set(groups["spark"] + groups["s3"] + groups["jdbc"] + groups["agents"])
+    local = groups["spark"] + groups["s3"] + groups["jdbc"] + groups["agents"] + groups["kafka"]
+    assert spark == set(local)
     hms = _pom_coordinates(IMAGES / "hive-metastore" / "pom.xml", HMS)
     hive = f"org.apache.hive:hive-standalone-metastore:{PINS['hive']['version']}"
     assert hms == set(groups["hadoop"] + groups["s3"] + groups["jdbc"]) | {hive}
@@ -251,15 +252,17 @@ def test_spark_image_compiles_the_line_parser_with_a_jdk(tmp_path: Path) -> None
     ins = instructions(SPARK)
     build = next(i for i in ins if "python3 -m logberg_platform.build.jvm /parser" in i)
     assert "JAVA_HOME=/opt/java" in build and "ln -s /opt/spark/jars/* /deps/* /parser/" in build
-    assert "COPY --from=jars /jars/ /deps/" in ins  # ua-parser's jar, compiled against
+    assert "COPY --from=jars /jars/ /deps/" in ins  # ua-parser's and Kafka's, compiled against
     assert any("jdk-headless" in i for i in ins)
     assert "COPY --from=parser /parser/logberg-parser.jar /opt/spark/jars/" in ins
     # The same command, here: Spark's jars in a folder, the parser jar built beside them.
     import pyspark
 
+    tools = LocalSettings.from_env().tools
     for jar in [
         *(Path(pyspark.__file__).parent / "jars").glob("*.jar"),
-        *agent_jars(LocalSettings.from_env().tools),
+        *agent_jars(tools),
+        *jar_dir(tools, "kafka").glob("*.jar"),
     ]:
         (tmp_path / jar.name).symlink_to(jar)
     env = dict(os.environ, JAVA_HOME=str(java_home()))

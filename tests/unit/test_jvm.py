@@ -14,19 +14,22 @@ from logberg_platform.build import jvm
 from logberg_platform.local_settings import LocalSettings, java_home
 
 SPARK_JARS = Path(pyspark.__file__).parent / "jars"
-# ua-parser's JVM port, which the classifier compiles against (`make setup` resolved it).
-AGENT_JARS = setup_artifacts.agent_jars(LocalSettings.from_env().tools)
+# ua-parser's JVM port, which the classifier compiles against, and Kafka's client, which
+# the topic reader does (`make setup` resolved them).
+TOOLS = LocalSettings.from_env().tools
+AGENT_JARS = setup_artifacts.agent_jars(TOOLS)
+EXTRA_JARS = [*AGENT_JARS, *setup_artifacts.kafka_client_jars(TOOLS)]
 
 
 @pytest.mark.slow
 def test_build_is_reproducible_and_holds_the_parser(tmp_path: Path) -> None:
-    a = jvm.build(SPARK_JARS, tmp_path / "a" / "p.jar", java_home(), AGENT_JARS)
-    b = jvm.build(SPARK_JARS, tmp_path / "b" / "p.jar", java_home(), AGENT_JARS)
+    a = jvm.build(SPARK_JARS, tmp_path / "a" / "p.jar", java_home(), EXTRA_JARS)
+    b = jvm.build(SPARK_JARS, tmp_path / "b" / "p.jar", java_home(), EXTRA_JARS)
     assert a.read_bytes() == b.read_bytes()
     with zipfile.ZipFile(a) as jar:
         names = jar.namelist()
         rules = jar.read("dev/logberg/agents.rules")
-    for cls in ("ParseLine", "LineScan", "LogLines", "RejectCollector", "Field", "Reject"):
+    for cls in ("ParseLine", "LineScan", "LogLines", "KafkaLines", "LineRows", "Reject"):
         assert f"dev/logberg/{cls}.class" in names
     assert {"dev/logberg/Agents.class", "dev/logberg/ClassifyAgent.class"} <= set(names)
     assert rules == (setup_artifacts.JAVA_SOURCES / "dev" / "logberg" / "agents.rules").read_bytes()
@@ -35,10 +38,14 @@ def test_build_is_reproducible_and_holds_the_parser(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_local_jar_is_named_after_sources_and_spark(tmp_path: Path) -> None:
-    agents = setup_artifacts.jar_dir(tmp_path, "agents")
-    agents.mkdir(parents=True)
-    for j in AGENT_JARS:
-        (agents / j.name).symlink_to(j)
+    for group, jars in (
+        ("agents", AGENT_JARS),
+        ("kafka", setup_artifacts.kafka_client_jars(TOOLS)),
+    ):
+        folder = setup_artifacts.jar_dir(tmp_path, group)
+        folder.mkdir(parents=True)
+        for j in jars:
+            (folder / j.name).symlink_to(j)
     jar = jvm.local_jar(tmp_path)
     fingerprint = setup_artifacts.parser_fingerprint(pyspark.__version__)
     assert jar.name == f"{setup_artifacts.PARSER_JAR_PREFIX}-{fingerprint}.jar"

@@ -42,6 +42,17 @@ def java_sources() -> list[Path]:
     return found
 
 
+def kafka_client_jars(tools: Path) -> list[Path]:
+    """Kafka's client, which dev.logberg.KafkaLines is compiled against and reads topics with
+    (the local "kafka" jars, beside Spark's Kafka source)."""
+    found = sorted(jar_dir(tools, "kafka").glob("kafka-clients-*.jar"))
+    if not found:
+        raise ConfigError(
+            f"no kafka-clients jar under {jar_dir(tools, 'kafka')} (LOGBERG_TOOLS): {SETUP_HINT}"
+        )
+    return found
+
+
 def java_resources() -> list[Path]:
     """Data files the jar carries beside the classes (e.g. dev/logberg/agents.rules)."""
     return sorted(p for p in JAVA_SOURCES.rglob("*") if p.is_file() and p.suffix == ".rules")

@@ -331,8 +331,8 @@ def test_good_rows_are_the_access_rows_and_every_file_is_counted(
         F.count(F.lit(1)).alias("lines"), F.count("reject_reason").alias("rejected")
     )
     counted = sink.counts()
-    assert counted == {r.source_file: (r.lines, r.rejected) for r in lines.collect()} | {
-        u: (0, 0) for u in uris if u.endswith(("e.log", "f.log"))
+    assert counted == {r.source_file: (r.lines, r.rejected, 0) for r in lines.collect()} | {
+        u: (0, 0, 0) for u in uris if u.endswith(("e.log", "f.log"))
     }
     assert set(counted) == set(uris)
     kept = sink.lines()

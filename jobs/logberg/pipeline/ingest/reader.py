@@ -52,11 +52,12 @@ class RejectSink:
             return None
         return self._read("rows").localCheckpoint(), int(status.lines)
 
-    def counts(self) -> dict[str, tuple[int, int]]:
-        """source_file -> (lines, rejected) of each file a `read_good_rows` scan of this sink
-        read whole. Call it after the read and before `lines()`."""
+    def counts(self) -> dict[str, tuple[int, int, int]]:
+        """source_file -> (lines, rejected, bytes) of each source a good-rows scan of this
+        sink read whole (bytes: a topic's messages'; 0 for a file). Call it after the read
+        and before `lines()`."""
         rows = self._read("counts").collect()
-        return {r.source_file: (int(r.lines), int(r.rejected)) for r in rows}
+        return {r.source_file: (int(r.lines), int(r.rejected), int(r.bytes)) for r in rows}
 
     def _read(self, what: str) -> DataFrame:
         source = self._spark.read.format(REJECTS_SOURCE)
@@ -114,10 +115,16 @@ def read_good_rows(
 
     The rejected lines go to `sink`, which also counts every file's lines and rejects once
     the write has read it (`RejectSink.counts`)."""
+    reader = _reader(spark, uris, sink, reading).option("derived", "true")
+    return reader.options(**row_options(columns, stamp)).load()
+
+
+def row_options(columns: Sequence[TableColumn], stamp: tuple[str, dt.datetime]) -> dict[str, str]:
+    """A line reader's options (LogLines', KafkaLines') for rows of `columns`, `stamp[0]`
+    holding the time `stamp[1]` (see `read_good_rows`)."""
     name, when = stamp
     micros = (when - EPOCH) // dt.timedelta(microseconds=1)
     ddl = ", ".join(
         f"{sql.identifier(c.name)} {c.type}{'' if c.nullable else ' NOT NULL'}" for c in columns
     )
-    reader = _reader(spark, uris, sink, reading).option("derived", "true")
-    return reader.options(columns=ddl, stamp_column=name, stamp_micros=str(micros)).load()
+    return {"columns": ddl, "stamp_column": name, "stamp_micros": str(micros)}

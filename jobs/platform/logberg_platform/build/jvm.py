@@ -26,6 +26,7 @@ from logberg_platform.setup_artifacts import (
     agent_jars,
     java_resources,
     java_sources,
+    kafka_client_jars,
     parser_jar,
 )
 
@@ -88,7 +89,8 @@ def local_jar(tools: Path) -> Path:
     if target.is_file():
         return target
     # Older jars stay: other checkouts sharing these tools may still be on them (~50 KB each).
-    return build(Path(pyspark.__file__).parent / "jars", target, java_home(), agent_jars(tools))
+    extra = [*agent_jars(tools), *kafka_client_jars(tools)]
+    return build(Path(pyspark.__file__).parent / "jars", target, java_home(), extra)
 
 
 def main(argv: Sequence[str]) -> int:

@@ -5,7 +5,6 @@ import java.io.InputStream;
 import java.io.Serializable;
 import java.net.URI;
 import java.net.URISyntaxException;
-import java.nio.charset.StandardCharsets;
 import java.util.EnumSet;
 import java.util.Map;
 import java.util.Set;
@@ -15,9 +14,7 @@ import org.apache.hadoop.io.compress.CodecPool;
 import org.apache.hadoop.io.compress.CompressionCodec;
 import org.apache.hadoop.io.compress.CompressionCodecFactory;
 import org.apache.hadoop.io.compress.Decompressor;
-import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter;
 import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.connector.catalog.Column;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
@@ -35,7 +32,6 @@ import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
-import org.apache.spark.unsafe.types.UTF8String;
 
 /**
  * A Spark data source that reads nginx log files and parses every line as it reads it:
@@ -71,9 +67,6 @@ import org.apache.spark.unsafe.types.UTF8String;
  * reads the counts back.
  */
 public final class LogLines implements TableProvider {
-  /** Where the parsed fields start in {@link #SCHEMA}. */
-  private static final int FIELDS = 4;
-
   public static final StructType SCHEMA = schema(Field.values().length, new String[0], false);
 
   /**
@@ -81,7 +74,7 @@ public final class LogLines implements TableProvider {
    * lines are read as combined with the client from $remote_addr), then a STRING column per
    * variable of {@code extras}, then, with {@code derived}, the {@link Derived} columns.
    */
-  private static StructType schema(int fields, String[] extras, boolean derived) {
+  static StructType schema(int fields, String[] extras, boolean derived) {
     StructType s =
         new StructType()
             .add("source_file", "string", false)
@@ -105,7 +98,7 @@ public final class LogLines implements TableProvider {
   }
 
   /** The columns of every line read (the rows, without the option {@code columns}). */
-  private static StructType lines(Map<String, String> options) {
+  static StructType lines(Map<String, String> options) {
     final String format = options.get("format");
     final boolean derived = derived(options);
     if (format == null) return schema(fieldCount(options), new String[0], derived);
@@ -113,7 +106,7 @@ public final class LogLines implements TableProvider {
   }
 
   /** The option {@code rejects_budget}: characters a collector keeps (default: its own). */
-  private static long budget(String option) {
+  static long budget(String option) {
     if (option == null) return RejectCollector.DEFAULT_BUDGET_CHARS;
     try {
       return Long.parseLong(option.trim());
@@ -126,7 +119,7 @@ public final class LogLines implements TableProvider {
   }
 
   /** The option {@code derived=true}: the rows carry the {@link Derived} columns too. */
-  private static boolean derived(Map<String, String> options) {
+  static boolean derived(Map<String, String> options) {
     return "true".equalsIgnoreCase(options.get("derived"));
   }
 
@@ -177,13 +170,7 @@ public final class LogLines implements TableProvider {
       final String[] uris = files.split("\n");
       final String rejects = options.get("rejects");
       final long budget = budget(options.get("rejects_budget"));
-      final String format = options.get("format");
-      final String client = options.get("client");
-      final Settings settings =
-          new Settings(
-              format == null ? null : new LogFormat(format),
-              client == null || client.isEmpty() ? null : new ClientAddress(client),
-              derived(options));
+      final Settings settings = Settings.of(options);
       final StructType schema = this.schema;
       final Layout layout = Layout.of(lines(options), schema, options);
       if (layout.goodOnly && rejects == null) {
@@ -204,7 +191,7 @@ public final class LogLines implements TableProvider {
    * How lines are read: a {@link LogFormat} (null: combined), the client rule, and whether
    * rows carry the {@link Derived} columns.
    */
-  private static final class Settings implements Serializable {
+  static final class Settings implements Serializable {
     private static final long serialVersionUID = 1L;
     final LogFormat format;
     final ClientAddress client;
@@ -215,6 +202,16 @@ public final class LogLines implements TableProvider {
       this.client = client;
       this.derived = derived;
     }
+
+    /** The options {@code format}, {@code client} and {@code derived}. */
+    static Settings of(Map<String, String> options) {
+      final String format = options.get("format");
+      final String client = options.get("client");
+      return new Settings(
+          format == null ? null : new LogFormat(format),
+          client == null || client.isEmpty() ? null : new ClientAddress(client),
+          derived(options));
+    }
   }
 
   /**
@@ -222,7 +219,7 @@ public final class LogLines implements TableProvider {
    * i-th column of {@link #lines} (negative: not in the rows); the rows' columns that no
    * line column fills are null, or the stamp.
    */
-  private static final class Layout implements Serializable {
+  static final class Layout implements Serializable {
     private static final long serialVersionUID = 1L;
     final int[] at;
     final StructType rows;
@@ -368,75 +365,38 @@ public final class LogLines implements TableProvider {
     private final RejectCollector rejects;
     private final Settings settings;
     private final Layout layout;
-    private final int width;
 
     Readers(HadoopConf conf, RejectCollector rejects, Settings settings, Layout layout) {
       this.conf = conf;
       this.rejects = rejects;
       this.settings = settings;
       this.layout = layout;
-      this.width =
-          layout.at.length
-              - FIELDS
-              - (settings.format == null ? 0 : settings.format.extras.length)
-              - (settings.derived ? Derived.width() : 0);
     }
 
     @Override
     public PartitionReader<InternalRow> createReader(InputPartition part) {
       try {
-        return new Reader(((FilePart) part).uri, conf.conf, rejects, settings, layout, width);
+        return new Reader(
+            ((FilePart) part).uri, conf.conf, new LineRows(settings, layout, rejects));
       } catch (IOException e) {
         throw new java.io.UncheckedIOException(e);
       }
     }
   }
 
-  private static final class Reader implements PartitionReader<InternalRow>, FieldSink {
-    private final String uri;
-    private final byte[] file;
-    private final RejectCollector rejects;
+  private static final class Reader implements PartitionReader<InternalRow> {
     private final InputStream in;
     private final Decompressor decompressor;
-    private final LineScan scan = new LineScan();
-    private final LogFormat format;
-    private final int extras; // where the extras' columns start
-    private final int width; // the Fields in a row: all, or Field.BASE
-    private final Derived derived; // null: the rows carry no derived columns
-    private final int[] derivedAt; // their row ordinals (negative: not in the rows)
-    private final Layout layout;
-    private final int[] at; // layout.at
-    private final UnsafeRowWriter row;
+    private final LineRows rows;
     private byte[] buf = new byte[1 << 20];
     private int pos, lim;
     private boolean eof;
     private long lineNumber;
-    private long lines, rejected; // lines returned or left out, and of those the rejected
     private boolean counted;
 
-    Reader(
-        String uri,
-        Configuration conf,
-        RejectCollector rejects,
-        Settings settings,
-        Layout layout,
-        int width)
-        throws IOException {
-      this.uri = uri;
-      this.format = settings.format;
-      final int n = format == null ? 0 : format.extras.length;
-      this.width = width;
-      this.extras = FIELDS + width;
-      this.layout = layout;
-      this.at = layout.at;
-      this.derivedAt = new int[settings.derived ? Derived.width() : 0];
-      for (int k = 0; k < derivedAt.length; k++) derivedAt[k] = at[FIELDS + width + n + k];
-      this.row = new UnsafeRowWriter(layout.rows.length(), 512);
-      scan.extras(n);
-      scan.client = settings.client;
-      this.file = uri.getBytes(StandardCharsets.UTF_8);
-      this.derived = settings.derived ? new Derived(file) : null;
-      this.rejects = rejects;
+    Reader(String uri, Configuration conf, LineRows rows) throws IOException {
+      this.rows = rows;
+      rows.source(uri);
       final Path path;
       try {
         path = new Path(new URI(uri));
@@ -494,13 +454,13 @@ public final class LogLines implements TableProvider {
             && buf[start + 1] == (byte) 0xBB && buf[start + 2] == (byte) 0xBF) {
           from += 3; // UTF-8 byte order mark
         }
-        if (end > from && emit(buf, from, end)) return true;
+        if (end > from && rows.line(lineNumber, buf, from, end)) return true;
       }
     }
 
     /** The end of the file: its counts go to the collector (a complete read only). */
     private boolean done() {
-      if (!counted && layout.goodOnly) rejects.count(uri, lines, rejected);
+      if (!counted) rows.counted();
       counted = true;
       return false;
     }
@@ -525,116 +485,9 @@ public final class LogLines implements TableProvider {
       return moved;
     }
 
-    /** Parses a line into the row; false when it is rejected and the rows are good lines only. */
-    private boolean emit(byte[] b, int from, int to) {
-      byte[] original = null; // the line's bytes when they are not valid UTF-8
-      final boolean ascii = Bytes.nonAscii(b, from, to) == to;
-      if (!ascii && !UTF8String.fromBytes(b, from, to - from).isValid()) {
-        original = java.util.Arrays.copyOfRange(b, from, to);
-        final byte[] valid =
-            new String(b, from, to - from, StandardCharsets.UTF_8).getBytes(StandardCharsets.UTF_8);
-        b = valid;
-        from = 0;
-        to = valid.length;
-      }
-      final LineScan s = scan;
-      final boolean ok = format == null ? s.scan(b, from, to) : format.scan(s, b, from, to) && s.check();
-      lines++;
-      final UnsafeRowWriter w = row;
-      if (!ok) {
-        rejected++;
-        if (rejects != null) {
-          rejects.add(
-              RowFactory.create(
-                  uri,
-                  lineNumber,
-                  new String(b, from, to - from, StandardCharsets.UTF_8),
-                  s.reason.label,
-                  original));
-        }
-        if (layout.goodOnly) return false;
-      }
-      w.reset();
-      w.zeroOutNullBytes();
-      if (at[0] >= 0) w.write(at[0], file);
-      if (at[1] >= 0) w.write(at[1], lineNumber);
-      if (ok) {
-        if (at[2] >= 0) w.setNullAt(at[2]);
-        if (at[3] >= 0) w.setNullAt(at[3]);
-      } else {
-        if (at[2] >= 0) w.write(at[2], b, from, to - from);
-        if (at[3] >= 0) {
-          if (original == null) w.setNullAt(at[3]);
-          else w.write(at[3], original);
-        }
-      }
-      for (int i : layout.nulls) w.setNullAt(i);
-      if (layout.stamp >= 0) w.write(layout.stamp, layout.stampMicros);
-      s.emit(this);
-      if (derived != null) {
-        if (ok) derived.write(w, derivedAt, s, lineNumber);
-        else Derived.setNull(w, derivedAt);
-      }
-      return true;
-    }
-
-    // FieldSink: the parsed fields go straight into the row, after source_file, line_number,
-    // value and raw_bytes.
-
-    @Override
-    public void text(Field f, byte[] b, int from, int to) {
-      final int i = slot(f);
-      if (i < 0) return;
-      if (from < 0) row.setNullAt(i);
-      else row.write(i, b, from, to - from);
-    }
-
-    @Override
-    public void timestamp(Field f, long micros) {
-      final int i = slot(f);
-      if (i >= 0) row.write(i, micros);
-    }
-
-    @Override
-    public void integer(Field f, int value) {
-      final int i = slot(f);
-      if (i >= 0) row.write(i, value);
-    }
-
-    @Override
-    public void bigint(Field f, long value) {
-      final int i = slot(f);
-      if (i >= 0) row.write(i, value);
-    }
-
-    @Override
-    public void reject(Field f, Reject reason) {
-      final int i = slot(f);
-      if (i >= 0) row.write(i, reason.utf8);
-    }
-
-    @Override
-    public void setNull(Field f) {
-      final int i = slot(f);
-      if (i >= 0) row.setNullAt(i);
-    }
-
-    @Override
-    public void extra(int k, byte[] b, int from, int to) {
-      final int i = at[extras + k];
-      if (i < 0) return;
-      if (from < 0) row.setNullAt(i);
-      else row.write(i, b, from, to - from);
-    }
-
-    /** The row ordinal of a field's column; negative when the rows do not have it. */
-    private int slot(Field f) {
-      return f.ordinal() < width ? at[FIELDS + f.ordinal()] : -1;
-    }
-
     @Override
     public InternalRow get() {
-      return row.getRow();
+      return rows.get();
     }
 
     @Override

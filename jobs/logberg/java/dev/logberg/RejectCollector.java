@@ -58,7 +58,8 @@ public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
   }
 
   /** The rows a counts read gives ({@link RejectLines}, {@code read=counts}). */
-  public static final String COUNTS = "source_file STRING, lines BIGINT, rejected BIGINT";
+  public static final String COUNTS =
+      "source_file STRING, lines BIGINT, rejected BIGINT, bytes BIGINT";
 
   private final long budgetChars;
   private ArrayList<Row> rows = new ArrayList<>();
@@ -99,7 +100,7 @@ public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
   public void add(Row row) {
     if (overflowed) return;
     final long size =
-        row.getString(2).length()
+        (row.isNullAt(2) ? 0 : row.getString(2).length()) // a tombstone has no text
             + row.getString(0).length()
             + (row.isNullAt(4) ? 0 : ((byte[]) row.get(4)).length);
     if (chars + size > budgetChars) {
@@ -125,9 +126,12 @@ public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
     for (Row r : o.rows) add(r);
   }
 
-  /** A file read whole: its lines (not empty) and how many of them were rejected. */
-  public void count(String uri, long lines, long rejected) {
-    counts.put(uri, new long[] {lines, rejected});
+  /**
+   * A source read whole: its lines (not empty; a topic's messages) and how many of them were
+   * rejected, and the bytes of a topic's messages (a file's: 0, its size is known before).
+   */
+  public void count(String uri, long lines, long rejected, long bytes) {
+    counts.put(uri, new long[] {lines, rejected, bytes});
   }
 
   @Override
@@ -197,7 +201,8 @@ public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
   }
 
   /**
-   * (source_file, lines, rejected) of every file a good-lines scan of this id read whole. The
+   * (source_file, lines, rejected, bytes) of every source a good-lines scan of this id read
+   * whole. The
    * collector stays open: read the counts before its status and lines.
    */
   static List<Object[]> counts(String id) {
@@ -215,7 +220,7 @@ public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
     final List<Object[]> out = new ArrayList<>();
     synchronized (c) {
       for (Map.Entry<String, long[]> e : c.counts.entrySet()) {
-        out.add(new Object[] {e.getKey(), e.getValue()[0], e.getValue()[1]});
+        out.add(new Object[] {e.getKey(), e.getValue()[0], e.getValue()[1], e.getValue()[2]});
       }
     }
     return out;
