@@ -121,13 +121,16 @@ def latency(lh: Lakehouse, bootstrap: str) -> dict[str, Any]:
     from logberg.lakehouse.kafka import TopicUri, create_topic
 
     create_topic(TopicUri(bootstrap, LATENCY_TOPIC, "bench"), PARTITIONS)
+    checkpoint = DATA / "kafka-latency-checkpoint"  # the broker's storage is new each run
+    subprocess.run(["rm", "-rf", str(checkpoint)], check=True)
+    stream_log = DATA / "kafka-latency-stream.log"
     started = time.monotonic()
     stream = subprocess.Popen(
         [LOGBERG, "ingest", "--from", f"kafka://{bootstrap}/{LATENCY_TOPIC}",
          "--trigger-seconds", "1", "--analytics-every", "0",
-         "--checkpoint", (DATA / "kafka-latency-checkpoint").as_uri()],
+         "--checkpoint", checkpoint.as_uri()],
         env={**lh.env, "LOGBERG_SPARK_MODE": "in-process"}, cwd=REPO,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=stream_log.open("wb"),
     )  # fmt: skip
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "log_level": 3})
     stop = threading.Event()
@@ -145,6 +148,10 @@ def latency(lh: Lakehouse, bootstrap: str) -> dict[str, Any]:
             stop.wait(0.1)
 
     def first_batch_in() -> bool:
+        if stream.poll() is not None:
+            raise RuntimeError(
+                f"kafka latency: the stream exited {stream.returncode}: {stream_log}"
+            )
         return lh.spark.catalog.tableExists("nginx_logs.kafka_offsets") and bool(
             lh.spark.sql(
                 f"SELECT 1 FROM nginx_logs.kafka_offsets WHERE topic = '{LATENCY_TOPIC}' LIMIT 1"

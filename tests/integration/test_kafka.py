@@ -538,3 +538,46 @@ def test_a_home_whose_cluster_id_starts_with_a_dash_formats_its_storage(
     assert kafka_broker.format_storage(home, conf)
     meta = (tmp_path / "kafka" / "data" / "meta.properties").read_text()
     assert "cluster.id=-ecbjm7rTGKzRdzhRQxDKw" in meta.splitlines()
+
+
+def test_a_batchs_ranges_from_the_offset_log_are_what_sparks_own_batch_holds(
+    spark: SparkSession, broker: str, fresh: None, tmp_path: Path
+) -> None:
+    """The raw path reads a batch's ranges itself (`dev.logberg.KafkaLines`), taking them
+    from the checkpoint's offset log: for every batch of a stream, the first, the later
+    ones and one after a restart, they are exactly the offsets Spark's Kafka source gives."""
+    from pyspark.sql import functions as F
+
+    from logberg.pipeline.kafka import offset_log
+
+    produce(broker, "ranges-67", tmp_path / "out", 67, "--partitions", "3")
+    checkpoint = (tmp_path / "checkpoint").as_uri()
+    seen: list[tuple[dict[int, tuple[int, int]], dict[int, tuple[int, int]]]] = []
+
+    def on_batch(batch: DataFrame, batch_id: int) -> None:
+        held = batch.groupBy("partition").agg(
+            F.min("offset").alias("lo"), F.max("offset").alias("hi")
+        )
+        spark_says = {int(r.partition): (int(r.lo), int(r.hi) + 1) for r in held.collect()}
+        ranges = offset_log.batch_ranges(spark, checkpoint, batch_id, "ranges-67")
+        seen.append((spark_says, ranges))
+
+    for limit in (2500, 1000):  # a second query on the same checkpoint: Spark's restart
+        stream = (
+            spark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", broker)
+            .option("subscribe", "ranges-67")
+            .option("startingOffsets", "earliest")
+            .option("maxOffsetsPerTrigger", str(limit))
+            .load()
+            .writeStream.foreachBatch(on_batch)
+            .option("checkpointLocation", checkpoint)
+            .trigger(availableNow=True)
+            .start()
+        )
+        stream.awaitTermination()
+        if limit == 2500:
+            produce(broker, "ranges-67", tmp_path / "more", 68, "--partitions", "3")
+    assert len(seen) > 3
+    for spark_says, log_says in seen:
+        assert log_says == spark_says

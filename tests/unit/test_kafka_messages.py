@@ -10,7 +10,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.testing import assertDataFrameEqual
 
 from logberg.errors import ConfigError
-from logberg.pipeline.kafka.config import ValueFormat
+from logberg.lakehouse.kafka import TopicUri
+from logberg.pipeline.kafka.config import KafkaIngestConfig, ValueFormat
 from logberg.pipeline.kafka.messages import lines
 
 RECORDS = "topic STRING, partition INT, offset BIGINT, value BINARY"
@@ -100,3 +101,15 @@ def test_an_envelope_gives_the_line_and_the_shippers_identity(spark: SparkSessio
 def test_a_wrong_value_format_names_the_option(raw: str) -> None:
     with pytest.raises(ConfigError, match="--value"):
         ValueFormat.parse(raw)
+
+
+def test_a_batch_holds_more_raw_lines_than_envelopes_unless_told() -> None:
+    """Raw lines stream into the table's rows; envelopes are held while decoded."""
+    topic = TopicUri("127.0.0.1:9092", "logs", "g")
+    raw = KafkaIngestConfig(topic)
+    envelopes = KafkaIngestConfig(topic, value=ValueFormat("log"))
+    assert raw.messages_per_trigger > envelopes.messages_per_trigger
+    told = KafkaIngestConfig(topic, value=ValueFormat("log"), max_messages_per_trigger=400)
+    assert told.messages_per_trigger == 400
+    with pytest.raises(ConfigError, match="--max-messages-per-trigger"):
+        KafkaIngestConfig(topic, max_messages_per_trigger=0)

@@ -51,7 +51,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
         "--max-messages-per-trigger",
         type=int,
         metavar="N",
-        help="messages per micro-batch (default 1,000,000)",
+        help="messages per micro-batch (default: 5,000,000 raw lines, 1,000,000 envelopes)",
     )
 
 
@@ -60,7 +60,6 @@ def kafka_config(a: argparse.Namespace) -> KafkaIngestConfig:
     from logberg.lakehouse import environment
     from logberg.lakehouse.kafka import parse_topic_uri
     from logberg.pipeline.kafka.config import (
-        DEFAULT_MAX_MESSAGES_PER_TRIGGER,
         DEFAULT_TRIGGER_SECONDS,
         KafkaIngestConfig,
         ValueFormat,
@@ -81,7 +80,6 @@ def kafka_config(a: argparse.Namespace) -> KafkaIngestConfig:
         source=source,
         value=ValueFormat.parse(a.value),
         trigger_seconds=a.trigger_seconds or DEFAULT_TRIGGER_SECONDS,
-        max_messages_per_trigger=a.max_messages_per_trigger or DEFAULT_MAX_MESSAGES_PER_TRIGGER,
         analytics_every=1 if a.analytics_every is None else a.analytics_every,
     )
 

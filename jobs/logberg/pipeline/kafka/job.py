@@ -3,7 +3,11 @@ with Spark Structured Streaming's Kafka source (spark-sql-kafka-0-10).
 
 Each micro-batch (at most --max-messages-per-trigger messages; `--once`: the topic as it is
 now, then stop) goes through the same parse, device classification and rejects as a file's
-lines (`messages.lines`, then `parse.parse_lines`, `to_access_rows`, `to_rejects`).
+lines. Raw values are read by logberg's own reader (`reader`, `dev.logberg.KafkaLines`):
+the batch's offset ranges, taken from the checkpoint's offset log (`offset_log`), are
+fetched and parsed in one pass into the table's rows, as a file is (Spark's own batch is
+left unread). Envelopes go through Spark's Kafka source and `messages.lines`, then
+`parse.parse_lines`, `to_access_rows`, `to_rejects`.
 
 Exactly once, across crashes, restarts, replays and writers side by side:
 * a raw batch (each message identified by its partition and offset) replaces the rows of
@@ -56,10 +60,11 @@ from logberg.lakehouse.schema import (
 )
 from logberg.lakehouse.tables import qualified
 from logberg.pipeline.ingest.batch import BatchResult, record_run
+from logberg.pipeline.ingest.reader import RejectSink
 from logberg.pipeline.ingest.stream import batch_run_id
-from logberg.pipeline.kafka import messages
+from logberg.pipeline.kafka import messages, offset_log, reader
 from logberg.pipeline.kafka.config import KafkaIngestConfig
-from logberg.pipeline.parse import parse_lines, to_access_rows, to_rejects
+from logberg.pipeline.parse import access_columns, parse_lines, to_access_rows, to_rejects
 
 log = logging.getLogger(__name__)
 COMMIT_RETRY = CommitRetry()
@@ -389,6 +394,97 @@ def commit_batch(
     return res
 
 
+def commit_ranges(
+    spark: SparkSession,
+    cfg: KafkaIngestConfig,
+    ranges: dict[int, tuple[int, int]],
+    query_id: str,
+    batch_id: int,
+    checkpoint: str,
+    may_replay: bool = True,
+) -> KafkaBatchResult | None:
+    """Store the offset ranges of one micro-batch of raw lines exactly once, reading them
+    itself (`reader.read_good_rows`: each message parsed as it is fetched, into the table's
+    rows, as the file ingest reads a file); Spark's batch DataFrame is never read. As
+    `commit_batch` otherwise: the ranges replace their rows (`replace_range`, else
+    `merge_new`), then the rejects, the run row and the offsets. None when the batch was
+    committed already or holds nothing."""
+    if may_replay and already_committed(spark, query_id, batch_id):
+        log.info("kafka batch %d: already committed, skipped", batch_id)
+        return None
+    if not ranges:
+        return None
+    run_id = batch_run_id(query_id, batch_id)
+    res = KafkaBatchResult(run_id, batch_id, offsets=dict(ranges))
+    started = dt.datetime.now(dt.timezone.utc)
+    t0 = t = time.monotonic()
+    topic = cfg.source.topic
+    sources = {reader.source_file(topic, p): (lo, until - 1) for p, (lo, until) in ranges.items()}
+    sink = RejectSink(spark)
+    stamp = dt.datetime.now(dt.timezone.utc)
+    extras = tables.add_columns(spark, ACCESS_LOGS, ())
+    tag = f"{run_id}-{batch_id}"
+    key = f"spark.sql.iceberg.snapshot-property.{TAG}"
+
+    def store() -> int | None:
+        rows = reader.read_good_rows(
+            spark, cfg, ranges, sink, access_columns(extras), ("processed_timestamp", stamp)
+        )
+        spark.conf.set(key, tag)
+        try:
+            if not replace_range(spark, ACCESS_LOGS, rows, sources, tag):
+                merge_new(spark, ACCESS_LOGS, rows, ["date", "event_id"], sources)
+        finally:
+            spark.conf.unset(key)
+        return inserted(spark, ACCESS_LOGS, tag)
+
+    new = COMMIT_RETRY.run(store, f"the rows of kafka batch {batch_id}")
+    counts = sink.counts()
+    unread = sorted(set(sources) - set(counts))
+    if unread:
+        raise RuntimeError(f"kafka batch {batch_id}: the write did not read {unread} whole")
+    res.messages = sum(counts[src][0] for src in sources)
+    res.rejected = sum(counts[src][1] for src in sources)
+    res.bytes = sum(counts[src][2] for src in sources)
+    res.accepted = new if new is not None else 0
+    res.duplicates = res.messages - res.accepted - res.rejected
+    within = within_sources(None, sources)
+    assert within is not None
+    held = spark.table(qualified(spark, ACCESS_LOGS)).where(within)
+    res.dates = {r.date for r in held.select("date").distinct().collect()}
+    t = res.timed("read_parse_write", t)
+    if res.rejected:
+        kept = sink.lines()
+        if kept is not None and kept[1] == res.rejected:
+            located = kept[0]
+        else:  # over the sink's budget: read the ranges again, rejects only
+            located = reader.read_messages(spark, cfg, ranges)
+        rejects = to_rejects(located, run_id, F.lit(stamp))
+
+        def store_rejects() -> None:
+            if not replace_range(spark, REJECTS, rejects, sources, tag):
+                merge_new(spark, REJECTS, rejects, ["source_file", "line_number"], sources)
+
+        COMMIT_RETRY.run(store_rejects, f"the rejects of kafka batch {batch_id}")
+    else:
+        sink.lines()  # releases the collector
+    t = res.timed("rejects", t)
+    log.info("kafka batch %d: %d new rows", batch_id, res.accepted)
+    total = BatchResult(
+        files=len(res.offsets),
+        lines=res.messages,
+        accepted=res.accepted,
+        rejected=res.rejected,
+        bytes=res.bytes,
+        dates=res.dates,
+        seconds=res.seconds,
+    )
+    record_run(spark, run_id, started, total, time.monotonic() - t0, replayable=may_replay)
+    record_offsets(spark, cfg, res, query_id, checkpoint)
+    res.timed("ledger", t)
+    return res
+
+
 def record_offsets(
     spark: SparkSession, cfg: KafkaIngestConfig, res: KafkaBatchResult, query_id: str, cp: str
 ) -> None:
@@ -441,9 +537,15 @@ def ingest_topic(
         if not started.wait(QUERY_START_TIMEOUT_S):
             raise RuntimeError("streaming query did not report its id")
         session = batch.sparkSession
-        result = commit_batch(
-            session, batch, cfg, query_id[0], batch_id, checkpoint, may_replay=not ran[0]
-        )
+        if cfg.value.field is None:  # raw lines: read by KafkaLines, the batch left unread
+            ranges = offset_log.batch_ranges(session, checkpoint, batch_id, cfg.source.topic)
+            result = commit_ranges(
+                session, cfg, ranges, query_id[0], batch_id, checkpoint, may_replay=not ran[0]
+            )
+        else:
+            result = commit_batch(
+                session, batch, cfg, query_id[0], batch_id, checkpoint, may_replay=not ran[0]
+            )
         ran[0] = True
         if result is None:
             return
@@ -464,7 +566,7 @@ def ingest_topic(
         .option("kafka.bootstrap.servers", cfg.source.bootstrap)
         .option("subscribe", cfg.source.topic)
         .option("startingOffsets", starting_offsets(cfg.source.topic, partitions, ends))
-        .option("maxOffsetsPerTrigger", str(cfg.max_messages_per_trigger))
+        .option("maxOffsetsPerTrigger", str(cfg.messages_per_trigger))
         .option("minPartitions", str(max(2, parallelism)))
         .option("failOnDataLoss", "true")
         .option("groupIdPrefix", "logberg-ingest")
