@@ -379,19 +379,7 @@ def commit_batch(
         staged.unpersist()
         if parsed is not None:
             parsed.unpersist()
-    total = BatchResult(
-        files=len(res.offsets),
-        lines=res.messages,
-        accepted=res.accepted,
-        rejected=res.rejected,
-        bytes=res.bytes,
-        dates=res.dates,
-        seconds=res.seconds,
-    )
-    record_run(spark, run_id, started, total, time.monotonic() - t0, replayable=may_replay)
-    record_offsets(spark, cfg, res, query_id, checkpoint)
-    res.timed("ledger", t)
-    return res
+    return record_batch(spark, cfg, res, query_id, checkpoint, (started, t0, t), may_replay)
 
 
 def commit_ranges(
@@ -470,6 +458,22 @@ def commit_ranges(
         sink.lines()  # releases the collector
     t = res.timed("rejects", t)
     log.info("kafka batch %d: %d new rows", batch_id, res.accepted)
+    return record_batch(spark, cfg, res, query_id, checkpoint, (started, t0, t), may_replay)
+
+
+def record_batch(
+    spark: SparkSession,
+    cfg: KafkaIngestConfig,
+    res: KafkaBatchResult,
+    query_id: str,
+    checkpoint: str,
+    clock: tuple[dt.datetime, float, float],
+    may_replay: bool,
+) -> KafkaBatchResult:
+    """The ledger of a stored batch: its ingest_runs row, then its offsets (last: a batch
+    whose offsets are in the lakehouse is whole). `clock`: when the batch started (UTC), and
+    the monotonic times of its start and of its last step."""
+    started, t0, t = clock
     total = BatchResult(
         files=len(res.offsets),
         lines=res.messages,
@@ -479,7 +483,7 @@ def commit_ranges(
         dates=res.dates,
         seconds=res.seconds,
     )
-    record_run(spark, run_id, started, total, time.monotonic() - t0, replayable=may_replay)
+    record_run(spark, res.run_id, started, total, time.monotonic() - t0, replayable=may_replay)
     record_offsets(spark, cfg, res, query_id, checkpoint)
     res.timed("ledger", t)
     return res

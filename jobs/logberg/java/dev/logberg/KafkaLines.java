@@ -2,7 +2,6 @@ package dev.logberg;
 
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
@@ -14,10 +13,7 @@ import org.apache.kafka.clients.consumer.OffsetOutOfRangeException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.connector.catalog.Column;
-import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.Table;
-import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.catalog.TableProvider;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.connector.read.Batch;
@@ -26,7 +22,6 @@ import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
-import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import org.apache.spark.unsafe.types.UTF8String;
@@ -176,31 +171,14 @@ public final class KafkaLines implements TableProvider {
     }
   }
 
-  private static final class Ranges implements SupportsRead {
-    private final StructType schema;
-
+  private static final class Ranges extends ReadOnlyTable {
     Ranges(StructType schema) {
-      this.schema = schema;
+      super(schema);
     }
 
     @Override
     public String name() {
       return "logberg Kafka lines";
-    }
-
-    @Override
-    public Column[] columns() {
-      final StructField[] fields = schema.fields();
-      final Column[] out = new Column[fields.length];
-      for (int i = 0; i < fields.length; i++) {
-        out[i] = Column.create(fields[i].name(), fields[i].dataType(), fields[i].nullable());
-      }
-      return out;
-    }
-
-    @Override
-    public Set<TableCapability> capabilities() {
-      return EnumSet.of(TableCapability.BATCH_READ);
     }
 
     @Override

@@ -5,9 +5,7 @@ import java.io.InputStream;
 import java.io.Serializable;
 import java.net.URI;
 import java.net.URISyntaxException;
-import java.util.EnumSet;
 import java.util.Map;
-import java.util.Set;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.io.compress.CodecPool;
@@ -16,10 +14,7 @@ import org.apache.hadoop.io.compress.CompressionCodecFactory;
 import org.apache.hadoop.io.compress.Decompressor;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.classic.SparkSession;
-import org.apache.spark.sql.connector.catalog.Column;
-import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.Table;
-import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.catalog.TableProvider;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.connector.read.Batch;
@@ -134,31 +129,14 @@ public final class LogLines implements TableProvider {
     return new Files(schema);
   }
 
-  private static final class Files implements SupportsRead {
-    private final StructType schema;
-
+  private static final class Files extends ReadOnlyTable {
     Files(StructType schema) {
-      this.schema = schema;
+      super(schema);
     }
 
     @Override
     public String name() {
       return "logberg log lines";
-    }
-
-    @Override
-    public Column[] columns() {
-      final StructField[] fields = schema.fields();
-      final Column[] out = new Column[fields.length];
-      for (int i = 0; i < fields.length; i++) {
-        out[i] = Column.create(fields[i].name(), fields[i].dataType(), fields[i].nullable());
-      }
-      return out;
-    }
-
-    @Override
-    public Set<TableCapability> capabilities() {
-      return EnumSet.of(TableCapability.BATCH_READ);
     }
 
     @Override

@@ -2,17 +2,12 @@ package dev.logberg;
 
 import java.io.Serializable;
 import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
-import org.apache.spark.sql.connector.catalog.Column;
-import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.Table;
-import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.catalog.TableProvider;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.connector.read.Batch;
@@ -21,7 +16,6 @@ import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
-import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import org.apache.spark.unsafe.types.UTF8String;
@@ -76,31 +70,14 @@ public final class RejectLines implements TableProvider {
     return new Kept(schema);
   }
 
-  private static final class Kept implements SupportsRead {
-    private final StructType schema;
-
+  private static final class Kept extends ReadOnlyTable {
     Kept(StructType schema) {
-      this.schema = schema;
+      super(schema);
     }
 
     @Override
     public String name() {
       return "logberg rejected lines";
-    }
-
-    @Override
-    public Column[] columns() {
-      final StructField[] fields = schema.fields();
-      final Column[] out = new Column[fields.length];
-      for (int i = 0; i < fields.length; i++) {
-        out[i] = Column.create(fields[i].name(), fields[i].dataType(), fields[i].nullable());
-      }
-      return out;
-    }
-
-    @Override
-    public Set<TableCapability> capabilities() {
-      return EnumSet.of(TableCapability.BATCH_READ);
     }
 
     @Override
