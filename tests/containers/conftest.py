@@ -16,7 +16,7 @@ from logberg_platform.build import container_images as images
 
 PREFIX = f"logberg-ctest-{os.getpid()}"
 JOB_TIMEOUT = 1500.0
-ALL_IMAGES = ("spark", "hive-metastore", "spark-operator", "dev-postgres", "dev-s3")
+ALL_IMAGES = ("spark", "hive-metastore", "spark-operator", "dev-postgres", "dev-s3", "dev-kafka")
 
 
 # ---------------------------------------------------------------------------- the engine

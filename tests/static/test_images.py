@@ -46,6 +46,7 @@ USERS = {
     "spark-operator": "185:185",
     "dev-postgres": "999:999",
     "dev-s3": "10001:10001",
+    "dev-kafka": "1000:1000",
 }
 
 

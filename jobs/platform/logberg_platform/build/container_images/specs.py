@@ -62,6 +62,7 @@ SPECS: dict[str, Spec] = {
         Spec("hive-metastore", "images/hive-metastore/Dockerfile"),
         Spec("spark-operator", "images/spark-operator/Dockerfile", needs=("spark",)),
         Spec("dev-postgres", "images/dev-postgres/Dockerfile", dev=True),
+        Spec("dev-kafka", "images/dev-kafka/Dockerfile", dev=True),
         Spec(
             "dev-s3",
             "images/dev-s3/Dockerfile",
@@ -125,6 +126,8 @@ def pin_args(p: Mapping[str, Any]) -> dict[str, str]:
         "AWS_SDK": p["hadoop"]["aws_sdk"],
         "POSTGRESQL_JDBC": p["postgresql"]["jdbc"],
         "UAP_JAVA": p["agents"]["uap_java"],
+        "KAFKA": p["kafka"]["version"],
+        "KAFKA_LOG4J": p["kafka"]["log4j"],
         "KAFKA_SPARK_CONNECTOR": p["kafka"]["spark_connector"],
         "KAFKA_SPARK_PROVIDER": p["kafka"]["spark_token_provider"],
         "KAFKA_CLIENTS": p["kafka"]["clients"],
