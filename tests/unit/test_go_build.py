@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from logberg_platform.build.kubernetes_binaries import aligned, replace_block
 from logberg_platform.build.tools import GO_BUILD_GCFLAGS, GO_BUILD_GOGC, go_build_env
 from tests.conftest import REPO
 
@@ -37,3 +38,20 @@ def test_the_builds_outside_python_use_the_same_setting() -> None:
     (flags,) = re.findall(r'^gcflags="(.*)"$', minio, re.M)
     assert flags.split() == [GO_BUILD_GCFLAGS, "-N", "-l"]
     assert re.findall(r"go\" build .*-gcflags=\"\$gcflags\"", minio)
+
+
+def test_a_module_shared_with_the_kubernetes_build_is_replaced_by_its_version() -> None:
+    kube = {"k8s.io/client-go": "v0.36.4", "golang.org/x/oauth2": "v0.34.0", "only.kube/x": "v1"}
+    own = {"k8s.io/client-go": "v0.35.2", "golang.org/x/oauth2": "v0.35.0", "own.only/y": "v2"}
+    own["github.com/same/z"] = kube["github.com/same/z"] = "v3.0.0"
+    # Older or newer, each shared module takes the Kubernetes build's version; the others stay.
+    assert aligned(own, kube) == {"golang.org/x/oauth2": "v0.34.0", "k8s.io/client-go": "v0.36.4"}
+    assert aligned(kube, kube) == {}
+    assert aligned(own, kube, keep=("k8s.io/client-go",)) == {"golang.org/x/oauth2": "v0.34.0"}
+    block = replace_block(aligned(own, kube))
+    assert block.splitlines()[-4:] == [
+        "replace (",
+        "\tgolang.org/x/oauth2 => golang.org/x/oauth2 v0.34.0",
+        "\tk8s.io/client-go => k8s.io/client-go v0.36.4",
+        ")",
+    ]

@@ -117,11 +117,18 @@ def kube_key(pins: KubePins) -> str:
 
 
 def coredns_key(pins: KubePins) -> str:
-    return json.dumps({"recipe": RECIPE, "coredns": pins.coredns, "plugins": COREDNS_PLUGINS})
+    return json.dumps(
+        {
+            "recipe": RECIPE,
+            "coredns": pins.coredns,
+            "plugins": COREDNS_PLUGINS,
+            "modules_of": pins.version,  # built with the Kubernetes build's module versions
+        }
+    )
 
 
 def netpol_key(pins: KubePins) -> str:
-    return json.dumps({"recipe": RECIPE, NETPOL: pins.network_policies})
+    return json.dumps({"recipe": RECIPE, NETPOL: pins.network_policies, "modules_of": pins.version})
 
 
 def complete(bindir: Path, key: str, names: tuple[str, ...]) -> bool:
