@@ -30,6 +30,8 @@ from logberg_platform.setup_artifacts import (
 from logberg_platform.supervisor import free_port
 
 KEEP_ARCHIVES = 3
+# C2 compilations of a run of a few thousand lines are CPU the archive does not keep.
+DUMP_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 
 
 def build(settings: LocalSettings, force: bool = False) -> Path:
@@ -48,6 +50,9 @@ def build(settings: LocalSettings, force: bool = False) -> Path:
             LOGBERG_METASTORE_PORT=str(free_port()),
             # The archive is of a whole in-process run: JVM start, session, pipeline.
             LOGBERG_SPARK_MODE="in-process",
+            # The archive holds classes, not compiled code: the dump's JVMs compile with C1
+            # only (DUMP_JAVA_OPTIONS), and every JVM maps it whatever its JIT options.
+            LOGBERG_JAVA_OPTIONS=DUMP_JAVA_OPTIONS,
         )
         landing = Path(tmp) / "landing"
         generate = [
