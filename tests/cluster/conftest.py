@@ -195,6 +195,10 @@ def deployed() -> Iterator[Deployed]:
                 started = time.monotonic()
                 if step == "k8s-deploy":  # the node's address is there once the cluster is
                     d.gateway = services.enter_context(release_gateway(d))
+                    # The metastore's JVMs too (the chart's METASTORE_EXTRA_JAVA_OPTS).
+                    d.metastore_values.write_text(
+                        yaml.safe_dump({"metastore": {"extraJavaOpts": TEST_JAVA_OPTIONS}})
+                    )
                     d.values.write_text(
                         yaml.safe_dump(
                             {

@@ -404,8 +404,21 @@ class Deployed:
             f"CLUSTER_CONTEXT={CONTEXT}",
             f"K8S_NAMESPACE={NS}",
             f"OPERATOR_NAMESPACE={OPERATOR_NS}",
-            f"K8S_VALUES=logberg={self.values}",
+            "K8S_VALUES="
+            + " ".join(
+                f"{release}={f}"
+                for release, f in (
+                    ("logberg", self.values),
+                    ("hive-metastore", self.metastore_values),
+                )
+                if release == "logberg" or f.is_file()  # a deployment made before it had none
+            ),
         ]
+
+    @property
+    def metastore_values(self) -> Path:
+        """The hive-metastore release's extra values, beside the logberg release's."""
+        return self.values.with_name("hive-metastore-values.yaml")
 
     def make(self, *targets: str, timeout: float = 3600) -> str:
         proc = subprocess.run(

@@ -36,6 +36,7 @@ from logberg.errors import ConfigError, ServiceError
 from logberg.lakehouse.thrift import HiveMetastoreClient, MetastoreError, ThriftError
 from logberg_platform.build import container_images as images
 from logberg_platform.cluster import node_images
+from tests.conftest import TEST_JAVA_OPTIONS
 from tests.containers.conftest import ALL_IMAGES, JOB_TIMEOUT, PREFIX, Engine
 
 pytestmark = [pytest.mark.containers, pytest.mark.slow]
@@ -263,6 +264,8 @@ def metastore_args(template: Path, creds: Path, poll: int = 2) -> dict[str, Any]
             "METASTORE_STOP_TIMEOUT_SECONDS": "30",
             "AWS_REGION": "us-east-1",
             "HADOOP_HEAPSIZE": "512",
+            # As tests/conftest.py's TEST_JAVA_OPTIONS: small data, C1 only.
+            "METASTORE_EXTRA_JAVA_OPTS": TEST_JAVA_OPTIONS,
         },
         "mounts": {
             str(template): "/etc/hive-metastore/metastore-site.xml:ro",
@@ -322,6 +325,9 @@ def spark_job(engine: Engine, image: str, ms: Metastore, s3: S3, step: str, *arg
         "LOGBERG_S3_ENDPOINT": f"http://{s3.name}:7070",
         "LOGBERG_SPARK_MASTER": "local[2]",
         "AWS_REGION": "us-east-1",
+        # The driver's JVM (spark-submit's, after the entrypoint's class archive), as
+        # tests/conftest.py's TEST_JAVA_OPTIONS.
+        "SPARK_SUBMIT_OPTS": TEST_JAVA_OPTIONS,
     }
     proc = engine.once(
         image, "logberg", step, *args, name=f"{PREFIX}-{step}", env=env, secrets_env=aws_env(s3)
