@@ -27,6 +27,7 @@ export PATH := $(TOOLS)/bin:$(PATH)
 BROWSER_MODULE ?= tests.helpers.browser
 BENCH_MODULE   ?= bench
 LANES_MODULE   ?= tests.helpers.lanes
+DOCS_GEN_MODULE ?= tests.helpers.docs_gen
 
 # helm/kubectl: .tools/bin (make tools) when present, else PATH. kind/docker: PATH.
 HELM    ?= $(if $(wildcard $(TOOLS)/bin/helm),$(TOOLS)/bin/helm,helm)
@@ -182,6 +183,21 @@ lint: tools checkov prometheus ## ruff, mypy and the static chart/Terraform/metr
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/pytest -m static $(PYTEST_ARGS)
+	$(MAKE) docs
+
+# ------------------------------------------------------------------ the manual (docs/)
+MKDOCS_CONFIG ?= docs/mkdocs.yml
+DOCS_ADDR     ?= 127.0.0.1:8000
+
+.PHONY: docs docs-serve docs-gen
+docs: $(VENV)/.installed ## build the manual into docs/site (mkdocs build --strict: broken links and anchors fail)
+	$(BIN)/mkdocs build --strict --quiet -f $(MKDOCS_CONFIG)
+
+docs-serve: $(VENV)/.installed ## serve the manual on DOCS_ADDR (127.0.0.1:8000), rebuilt on each change
+	$(BIN)/mkdocs serve -f $(MKDOCS_CONFIG) -a $(DOCS_ADDR)
+
+docs-gen: $(VENV)/.installed ## regenerate the manual's reference pages (docs/pages/reference) from the code
+	$(BIN)/python -m $(DOCS_GEN_MODULE)
 
 # ------------------------------------------------------------------ the other concerns
 # Required: make stops, naming the file, when one is missing.

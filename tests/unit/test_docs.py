@@ -1,0 +1,22 @@
+"""The manual (docs/): its generated reference pages are current, and it builds strictly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers import docs_gen
+
+
+def test_the_generated_reference_pages_are_current() -> None:
+    stale = [str(p.relative_to(docs_gen.REPO)) for p in docs_gen.stale()]
+    assert not stale, f"stale generated pages {stale}: run `make docs-gen` and commit them"
+
+
+def test_the_cli_page_has_every_subcommand() -> None:
+    page = docs_gen.cli_page()
+    assert "## `logberg local up`" in page and "## `logberg ingest`" in page
+
+
+def test_the_site_builds_strictly_with_every_page(docs_site: Path) -> None:
+    built = {p.relative_to(docs_site).as_posix() for p in docs_site.rglob("index.html")}
+    assert {"index.html", "reference/cli/index.html", "operate/security/index.html"} <= built
