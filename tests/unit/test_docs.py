@@ -20,3 +20,9 @@ def test_the_cli_page_has_every_subcommand() -> None:
 def test_the_site_builds_strictly_with_every_page(docs_site: Path) -> None:
     built = {p.relative_to(docs_site).as_posix() for p in docs_site.rglob("index.html")}
     assert {"index.html", "reference/cli/index.html", "operate/security/index.html"} <= built
+
+
+def test_the_manuals_report_screenshot_is_the_readmes() -> None:
+    readme = docs_gen.REPO / "jobs" / "logberg" / "pipeline" / "report" / "screenshot.png"
+    manual = docs_gen.DOCS / "pages" / "img" / "report.png"
+    assert manual.read_bytes() == readme.read_bytes(), "run `make report-screenshot`"
