@@ -26,3 +26,17 @@ def test_the_manuals_report_screenshot_is_the_readmes() -> None:
     readme = docs_gen.REPO / "jobs" / "logberg" / "pipeline" / "report" / "screenshot.png"
     manual = docs_gen.DOCS / "pages" / "img" / "report.png"
     assert manual.read_bytes() == readme.read_bytes(), "run `make report-screenshot`"
+
+
+def test_every_documented_chart_value_has_a_row() -> None:
+    for name in docs_gen.CHARTS:
+        chart = docs_gen.REPO / "charts" / name
+        documented = [
+            line for line in (chart / "values.yaml").read_text().splitlines()
+            if line.strip().startswith("# --")
+        ]  # fmt: skip
+        rows = docs_gen.chart_values(chart)
+        assert len(rows) == len(documented), name
+        assert all(text for _, text, _ in rows), name  # each with its comment
+    page = docs_gen.chart_values_page()
+    assert '| `image.repository` | `"logberg-spark"` |' in page
