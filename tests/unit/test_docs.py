@@ -40,3 +40,10 @@ def test_every_documented_chart_value_has_a_row() -> None:
         assert all(text for _, text, _ in rows), name  # each with its comment
     page = docs_gen.chart_values_page()
     assert '| `image.repository` | `"logberg-spark"` |' in page
+
+
+def test_the_metrics_page_lists_each_gauge_once() -> None:
+    names = [name for name, _, _ in docs_gen.metrics()]
+    calls = docs_gen.METRICS_SOURCE.read_text().count("gauge(") - 1  # less its definition
+    assert len(names) == len(set(names)) == calls
+    assert "| `logberg_ingest_files` | Files the last ingest run read. |" in docs_gen.metrics_page()
