@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from tests.helpers import docs_gen
@@ -47,3 +48,10 @@ def test_the_metrics_page_lists_each_gauge_once() -> None:
     calls = docs_gen.METRICS_SOURCE.read_text().count("gauge(") - 1  # less its definition
     assert len(names) == len(set(names)) == calls
     assert "| `logberg_ingest_files` | Files the last ingest run read. |" in docs_gen.metrics_page()
+
+
+def test_every_setting_the_laptop_page_names_is_one_the_code_reads() -> None:
+    laptop = (docs_gen.DOCS / "pages" / "laptop.md").read_text()
+    shown = set(re.findall(r"`(LOGBERG_[A-Z0-9_]*[A-Z0-9])`", laptop))
+    assert "LOGBERG_HOME" in shown
+    assert shown <= set(docs_gen.settings()), shown - set(docs_gen.settings())
