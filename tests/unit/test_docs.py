@@ -55,3 +55,11 @@ def test_every_setting_the_laptop_page_names_is_one_the_code_reads() -> None:
     shown = set(re.findall(r"`(LOGBERG_[A-Z0-9_]*[A-Z0-9])`", laptop))
     assert "LOGBERG_HOME" in shown
     assert shown <= set(docs_gen.settings()), shown - set(docs_gen.settings())
+
+
+def test_the_tables_page_has_every_ingest_table() -> None:
+    from logberg.lakehouse.schema import INGEST_TABLES
+
+    page = docs_gen.tables_page()
+    assert all(f"## `{t.qualified}`" in page for t in INGEST_TABLES)
+    assert "| `event_id` | `STRING NOT NULL` |" in page
