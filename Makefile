@@ -27,6 +27,7 @@ export PATH := $(TOOLS)/bin:$(PATH)
 BROWSER_MODULE ?= tests.helpers.browser
 BENCH_MODULE   ?= bench
 LANES_MODULE   ?= tests.helpers.lanes
+DOCS_GEN_MODULE ?= tests.helpers.docs_gen
 
 # helm/kubectl: .tools/bin (make tools) when present, else PATH. kind/docker: PATH.
 HELM    ?= $(if $(wildcard $(TOOLS)/bin/helm),$(TOOLS)/bin/helm,helm)
@@ -70,6 +71,7 @@ DEMO_GENERATE_ARGS = --num-files $(DEMO_FILES) --lines-per-file $(DEMO_LINES) \
 REPORT     ?= $(LOGBERG_HOME)/report.html
 # The README's report screenshot (`make report-screenshot`).
 REPORT_PNG ?= jobs/logberg/pipeline/report/screenshot.png
+DOCS_REPORT_PNG ?= docs/pages/img/report.png
 
 # uv, which installs the venv's packages (itself from PyPI, into the venv): cache first, then
 # online, with bytecode (tests/tools/uv-install.sh says why).
@@ -156,9 +158,10 @@ report: setup ## write the HTML report of the local tables to REPORT (.logberg/r
 	@tests/tools/open.sh $(REPORT)
 
 .PHONY: report-screenshot
-report-screenshot: demo browser ## regenerate the README's report screenshot (REPORT_PNG) from the demo data
+report-screenshot: demo browser ## regenerate the README's report screenshot (REPORT_PNG, and the manual's copy) from the demo data
 	$(LOGBERG) report --output $(REPORT)
 	$(BIN)/python -m $(BROWSER_MODULE) $(REPORT) $(REPORT_PNG)
+	cp $(REPORT_PNG) $(DOCS_REPORT_PNG)
 
 .PHONY: clean
 clean: down ## remove local state (.logberg); keeps .venv and .tools
@@ -182,6 +185,21 @@ lint: tools checkov prometheus ## ruff, mypy and the static chart/Terraform/metr
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/pytest -m static $(PYTEST_ARGS)
+	$(MAKE) docs
+
+# ------------------------------------------------------------------ the manual (docs/)
+MKDOCS_CONFIG ?= docs/mkdocs.yml
+DOCS_ADDR     ?= 127.0.0.1:8000
+
+.PHONY: docs docs-serve docs-gen
+docs: $(VENV)/.installed ## build the manual into docs/site (mkdocs build --strict: broken links and anchors fail)
+	$(BIN)/mkdocs build --strict --quiet -f $(MKDOCS_CONFIG)
+
+docs-serve: $(VENV)/.installed ## serve the manual on DOCS_ADDR (127.0.0.1:8000), rebuilt on each change
+	$(BIN)/mkdocs serve -f $(MKDOCS_CONFIG) -a $(DOCS_ADDR)
+
+docs-gen: $(VENV)/.installed ## regenerate the manual's reference pages (docs/pages/reference) from the code
+	$(BIN)/python -m $(DOCS_GEN_MODULE)
 
 # ------------------------------------------------------------------ the other concerns
 # Required: make stops, naming the file, when one is missing.

@@ -205,3 +205,18 @@ def run_side_by_side(
         )
         raise AssertionError(f"side-by-side run failed or timed out ({timeout:.0f} s): {tails}")
     return {n: (logs / f"{n}.out").read_text() for n in procs}
+
+
+@pytest.fixture(scope="session")
+def docs_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The manual, built once per session with `mkdocs build --strict` (as `make docs`)."""
+    site = tmp_path_factory.mktemp("docs-site")
+    mkdocs = Path(sys.executable).parent / "mkdocs"
+    config = REPO / "docs" / "mkdocs.yml"
+    done = subprocess.run(
+        [mkdocs, "build", "--strict", "--quiet", "-f", config, "-d", site],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stdout}{done.stderr}"
+    return site

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +35,26 @@ class Opened:
 def open_offline(html: Path, width: int = 1280, dark: bool = False) -> Iterator[Opened]:
     """`html` in a fresh browser context that is offline, where any request but the file
     itself is recorded and aborted."""
+    target = html.resolve().as_uri()
+    with _browse(target, lambda url: url == target, True, width, dark) as opened:
+        yield opened
+
+
+@contextmanager
+def open_local(url: str, width: int = 1280) -> Iterator[Opened]:
+    """`url`, served from this machine (http://127.0.0.1:PORT/...), in a fresh browser context
+    where any request outside that origin is recorded and aborted, so nothing leaves the host."""
+    origin = "/".join(url.split("/")[:3]) + "/"
+    if not origin.startswith(("http://127.0.0.1:", "http://localhost:")):
+        raise ValueError(f"not a local URL: {url}")
+    with _browse(url, lambda u: u.startswith(origin), False, width, False) as opened:
+        yield opened
+
+
+@contextmanager
+def _browse(
+    target: str, allowed: Callable[[str], bool], offline: bool, width: int, dark: bool
+) -> Iterator[Opened]:
     from playwright.sync_api import sync_playwright
 
     exe = chromium()
@@ -47,16 +67,15 @@ def open_offline(html: Path, width: int = 1280, dark: bool = False) -> Iterator[
         try:
             ctx = browser.new_context(
                 viewport={"width": width, "height": 1000},
-                offline=True,
+                offline=offline,
                 color_scheme="dark" if dark else "light",
             )
             page = ctx.new_page()
             opened = Opened(page)
-            target = html.resolve().as_uri()
 
             def route(r: Any) -> None:
                 opened.requests.append(r.request.url)
-                r.continue_() if r.request.url == target else r.abort()
+                r.continue_() if allowed(r.request.url) else r.abort()
 
             def console(message: Any) -> None:
                 if message.type == "error":

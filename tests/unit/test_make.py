@@ -35,8 +35,9 @@ TARGETS_BEFORE = {
     "cluster-env",
 }  # fmt: skip
 # Targets added since: `make prometheus` (the metrics tests' Prometheus and Pushgateway),
-# `make ui-k8s` (`logberg k8s ui`: the History Server and the drivers' UIs).
-ADDED_SINCE = {"prometheus", "ui-k8s"}
+# `make ui-k8s` (`logberg k8s ui`: the History Server and the drivers' UIs), `make docs`,
+# `docs-serve` and `docs-gen` (the manual, docs/).
+ADDED_SINCE = {"prometheus", "ui-k8s", "docs", "docs-serve", "docs-gen"}
 
 SCRIPTS = sorted(
     p
@@ -163,6 +164,9 @@ def test_settings_are_defined_once(tmp_path: Path) -> None:
         ("k8s-deploy", "K8S_TARGET=eks"),
         ("k8s-demo",),
         ("sql-k8s",),
+        ("docs",),
+        ("docs-serve",),
+        ("docs-gen",),
         ("k8s-static",),
         ("kind-up",),
         ("kind-demo",),
@@ -191,7 +195,12 @@ def test_every_make_command_of_the_readmes_expands(tmp_path: Path) -> None:
     listed = set(help_targets(tmp_path))
     readmes = ["README.md", "charts/README.md", "eks/README.md", "images/README.md"]
     named: set[str] = set()
-    for readme in [*readmes, "bench/README.md"]:
+    pages = [  # the manual's, but the generated reference (help text's prose: "make an ...")
+        p.relative_to(REPO).as_posix()
+        for p in (REPO / "docs" / "pages").rglob("*.md")
+        if p.parent.name != "reference"
+    ]
+    for readme in [*readmes, "bench/README.md", *pages]:
         # Commands: a code line or an inline `make TARGET ...` (not prose such as "make most").
         text = (REPO / readme).read_text()
         named |= set(re.findall(r"(?:^\s*|`)make ((?:[a-z][a-z0-9-]+ ?)+)", text, re.M))
