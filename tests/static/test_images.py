@@ -238,6 +238,11 @@ def test_contexts_are_allow_lists_without_local_state() -> None:
     assert "pyproject.toml" in spark and "jobs/spark_entry.py" in spark
     assert any(p.startswith("jobs/logberg/java/") for p in spark)
     assert not any(p.startswith("tests/") for p in spark)
+    # Of the platform tooling, only the parser stage's module and what it imports.
+    platform = {p for p in spark if p.startswith("jobs/platform/")}
+    assert "jobs/platform/logberg_platform/build/jvm.py" in platform
+    assert "jobs/platform/logberg_platform/cli/__init__.py" not in platform
+    assert "jobs/platform/pyproject.toml" not in platform
 
 
 def test_spark_image_installs_the_package_with_one_pyspark() -> None:
@@ -250,6 +255,8 @@ def test_spark_image_installs_the_package_with_one_pyspark() -> None:
 
 
 def test_spark_image_compiles_the_line_parser_with_a_jdk(tmp_path: Path) -> None:
+    """The parser stage's command, here, on the build context's files alone (the allow-list
+    holds only the part of the platform tooling it imports)."""
     ins = instructions(SPARK)
     build = next(i for i in ins if "python3 -m logberg_platform.build.jvm /parser" in i)
     assert "JAVA_HOME=/opt/java" in build and "ln -s /opt/spark/jars/* /deps/* /parser/" in build
@@ -266,9 +273,23 @@ def test_spark_image_compiles_the_line_parser_with_a_jdk(tmp_path: Path) -> None
         *jar_dir(tools, "kafka").glob("*.jar"),
     ]:
         (tmp_path / jar.name).symlink_to(jar)
-    env = dict(os.environ, JAVA_HOME=str(java_home()))
+    context = tmp_path / "context"
+    for rel in images.context_paths(images.SPECS["spark"]):
+        (context / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / rel, context / rel)
+    jobs = context / "jobs"
+    env = dict(os.environ, JAVA_HOME=str(java_home()), PYTHONPATH=f"{jobs}:{jobs / 'platform'}")
+    # The modules must come from the context, not from the venv's editable installs.
+    run = (
+        "import sys, logberg_platform.build.jvm as jvm;"
+        "roots = ('logberg', 'logberg_platform');"
+        "ours = [m for n, m in sys.modules.items() if n.split('.')[0] in roots];"
+        "outside = [m.__name__ for m in ours if not (m.__file__ or '').startswith(sys.argv[1])];"
+        "assert not outside, f'imported from outside the build context: {outside}';"
+        "sys.exit(jvm.main(sys.argv[2:]))"
+    )
     proc = subprocess.run(
-        [sys.executable, "-m", "logberg_platform.build.jvm", str(tmp_path)],
+        [sys.executable, "-c", run, str(context), str(tmp_path)],
         env=env,
         capture_output=True,
         text=True,
