@@ -235,7 +235,8 @@ def test_contexts_are_allow_lists_without_local_state() -> None:
             assert not p.startswith((".venv", ".tools", ".logberg", ".git")), (key, p)
             assert "__pycache__" not in p and not p.endswith(".pyc"), (key, p)
     spark = images.context_paths(images.SPECS["spark"])
-    assert "pyproject.toml" in spark and "jobs/spark_entry.py" in spark
+    assert "jobs/spark_entry.py" in spark and "README.md" not in spark
+    assert "pyproject.toml" in images.SPECS["spark"].extras  # the runtime's tables (below)
     assert any(p.startswith("jobs/logberg/java/") for p in spark)
     assert not any(p.startswith("tests/") for p in spark)
     # Of the platform tooling, only the parser stage's module and what it imports.
@@ -243,6 +244,27 @@ def test_contexts_are_allow_lists_without_local_state() -> None:
     assert "jobs/platform/logberg_platform/build/jvm.py" in platform
     assert "jobs/platform/logberg_platform/cli/__init__.py" not in platform
     assert "jobs/platform/pyproject.toml" not in platform
+
+
+def test_spark_image_installs_the_runtime_tables_of_pyproject() -> None:
+    """The staged pyproject.toml: what installing the runtime reads, as the checkout has it,
+    and nothing a tool or the dev extra reads (a change there makes no new image)."""
+    full = tomllib.loads((REPO / "pyproject.toml").read_text())
+    staged = tomllib.loads(images.SPECS["spark"].extras["pyproject.toml"]().read_text())
+    project = {
+        k: v for k, v in full["project"].items() if k not in ("readme", "optional-dependencies")
+    }
+    assert staged["project"] == project
+    assert staged["build-system"] == full["build-system"]
+    assert staged["tool"] == {"setuptools": full["tool"]["setuptools"]}
+    assert staged["project"]["scripts"] == {"logberg": "logberg.cli:main"}
+    text = images.specs.runtime_pyproject_text(
+        '[project]\nname = "x"\nreadme = "README.md"\n[tool.ruff] # lint\nline-length = 1\n'
+        '[tool.setuptools.packages.find]\nwhere = [\n  "jobs",\n]\n'
+    )
+    assert (
+        text == '[project]\nname = "x"\n[tool.setuptools.packages.find]\nwhere = [\n  "jobs",\n]\n'
+    )
 
 
 def test_spark_image_installs_the_package_with_one_pyspark() -> None:
@@ -348,6 +370,22 @@ def test_tags_follow_every_input(repo_copy: Path) -> None:
     entry = repo_copy / "images" / "hive-metastore" / "entrypoint.sh"
     entry.chmod(0o644)
     assert _tag("hive-metastore") != hms, "the executable bit is an input"
+
+
+def test_the_spark_tag_follows_only_what_the_image_installs(repo_copy: Path) -> None:
+    first = _tag("spark")
+    _append(repo_copy / "README.md", "\nchanged\n")
+    _append(repo_copy / "jobs" / "platform" / "logberg_platform" / "cli" / "local.py", "# x\n")
+    pyproject = repo_copy / "pyproject.toml"
+    text = pyproject.read_text()
+    pyproject.write_text(text.replace('"ruff>=0.6",', '"ruff>=0.7",'))
+    assert pyproject.read_text() != text
+    assert _tag("spark") == first, "the README, the tooling and the dev extra are not installed"
+    _append(repo_copy / "jobs" / "platform" / "logberg_platform" / "setup_artifacts.py", "# x\n")
+    assert _tag("spark") != first, "the parser stage runs it"
+    second = _tag("spark")
+    pyproject.write_text(text.replace('"boto3>=1.34",', '"boto3>=1.35",'))
+    assert _tag("spark") != second, "a runtime dependency is installed"
 
 
 def test_tags_follow_the_pins(repo_copy: Path) -> None:

@@ -4,6 +4,7 @@ declared build arguments and the files of each build context."""
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import os
 import re
 import sys
@@ -55,10 +56,47 @@ def _versitygw() -> Path:
     return ensure_versitygw(Path(os.environ.get("LOGBERG_TOOLS") or repo_root() / ".tools"))
 
 
+# The tables of pyproject.toml that installing the runtime reads (`pip install` of the Spark
+# image's context). The rest (the tools' settings, the extras: dev, connect, platform) and the
+# README its `readme` names are the checkout's, not the image's: leaving them out of the
+# context means a change to them makes no new image.
+RUNTIME_TABLES = ("build-system", "project", "project.scripts", "tool.setuptools.")
+_TABLE = re.compile(r"^\[([A-Za-z0-9_.-]+)\]\s*(#.*)?$")
+
+
+def runtime_pyproject_text(text: str) -> str:
+    """pyproject.toml as the Spark image installs it: RUNTIME_TABLES only, without `readme`."""
+    keep, out = False, []
+    for line in text.splitlines(keepends=True):
+        m = _TABLE.match(line)
+        if m:
+            name = m.group(1)
+            keep = name in RUNTIME_TABLES or any(
+                t.endswith(".") and name.startswith(t) for t in RUNTIME_TABLES
+            )
+        if keep and not re.match(r"readme\s*=", line):
+            out.append(line)
+    return "".join(out)
+
+
+def _runtime_pyproject() -> Path:
+    """The staged pyproject.toml, in a file named by its content (two processes planning at
+    once never read each other's half-written or other version)."""
+    text = runtime_pyproject_text((repo_root() / "pyproject.toml").read_text())
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    path = state_dir() / "context" / f"pyproject-{digest}.toml"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(f"{path.name}.{os.getpid()}")
+        part.write_text(text)
+        os.replace(part, path)
+    return path
+
+
 SPECS: dict[str, Spec] = {
     s.key: s
     for s in (
-        Spec("spark", "images/spark/Dockerfile"),
+        Spec("spark", "images/spark/Dockerfile", extras={"pyproject.toml": _runtime_pyproject}),
         Spec("hive-metastore", "images/hive-metastore/Dockerfile"),
         Spec("spark-operator", "images/spark-operator/Dockerfile", needs=("spark",)),
         Spec("dev-postgres", "images/dev-postgres/Dockerfile", dev=True),
