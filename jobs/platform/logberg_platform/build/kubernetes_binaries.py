@@ -43,8 +43,11 @@ from pathlib import Path
 
 from logberg.errors import ConfigError, ServiceError
 from logberg.versions import KubePins
+from logberg_platform.build import binary_cache
+from logberg_platform.build import tools as build_tools
 from logberg_platform.build.locks import folder_lock
 from logberg_platform.build.tools import ensure_helm_kubectl, go_build_env
+from logberg_platform.cluster import binaries as cluster_binaries
 from logberg_platform.cluster.binaries import (
     COREDNS_PLUGINS,
     KUBE_COMMANDS,
@@ -62,12 +65,23 @@ from logberg_platform.cluster.binaries import (
     tools_dir,
 )
 
-if sys.version_info >= (3, 11):
-    pass
-else:  # pragma: no cover - the apache/spark images run Python 3.10
-    pass
-
 Log = Callable[[str], None]
+
+
+def _cached(go: str, kind: str, key: str) -> Path:
+    """This build's entry in the machine's binary cache (binary_cache)."""
+    recipe = tuple(
+        Path(m.__file__ or "") for m in (sys.modules[__name__], cluster_binaries, build_tools)
+    )
+    return binary_cache.entry(kind, key, binary_cache.toolchain(go), recipe)
+
+
+def _restore(go: str, kind: str, bindir: Path, key: str, names: tuple[str, ...], log: Log) -> bool:
+    where = _cached(go, kind, key)
+    if not binary_cache.restore(where, bindir, key, names):
+        return False
+    log(f"{kind}: the same build from the machine's binary cache ({where})")
+    return True
 
 
 def ensure_binaries(tools: Path | None = None, log: Log = print) -> Binaries:
@@ -98,7 +112,7 @@ def _ensure_kubernetes(go: str, tools: Path, pins: KubePins, log: Log) -> Path:
         log(f"kubernetes {pins.tag}: cached in {bindir}")
         return bindir
     with folder_lock(bindir.parent):
-        if complete(bindir, key, names):
+        if complete(bindir, key, names) or _restore(go, "kubernetes", bindir, key, names, log):
             return bindir
         src = bindir.parent / "src"
         started = time.monotonic()
@@ -139,6 +153,7 @@ def _ensure_kubernetes(go: str, tools: Path, pins: KubePins, log: Log) -> Path:
             log,
         )
         _install(partial, bindir, key)
+        binary_cache.store(_cached(go, "kubernetes", key), bindir)
         log(f"kubernetes {pins.tag}: built in {time.monotonic() - started:.0f}s -> {bindir}")
         return bindir
 
@@ -220,7 +235,9 @@ def _ensure_coredns(go: str, tools: Path, pins: KubePins, log: Log) -> Path:
         log(f"coredns v{pins.coredns}: cached in {bindir}")
         return bindir
     with folder_lock(bindir.parent):
-        if complete(bindir, key, ("coredns",)):
+        if complete(bindir, key, ("coredns",)) or _restore(
+            go, "coredns", bindir, key, ("coredns",), log
+        ):
             return bindir
         started = time.monotonic()
         src = bindir.parent / "src"
@@ -252,6 +269,7 @@ def _ensure_coredns(go: str, tools: Path, pins: KubePins, log: Log) -> Path:
             log,
         )
         _install(partial, bindir, key)
+        binary_cache.store(_cached(go, "coredns", key), bindir)
         log(f"coredns v{pins.coredns}: built in {time.monotonic() - started:.0f}s -> {bindir}")
         return bindir
 
@@ -266,7 +284,7 @@ def _ensure_netpol(go: str, tools: Path, pins: KubePins, log: Log) -> Path:
         log(f"{NETPOL} v{pins.network_policies}: cached in {bindir}")
         return bindir
     with folder_lock(bindir.parent):
-        if complete(bindir, key, (NETPOL,)):
+        if complete(bindir, key, (NETPOL,)) or _restore(go, NETPOL, bindir, key, (NETPOL,), log):
             return bindir
         started = time.monotonic()
         module = f"sigs.k8s.io/{NETPOL}"
@@ -296,6 +314,7 @@ def _ensure_netpol(go: str, tools: Path, pins: KubePins, log: Log) -> Path:
             log,
         )
         _install(partial, bindir, key)
+        binary_cache.store(_cached(go, NETPOL, key), bindir)
         log(f"{NETPOL}: built in {time.monotonic() - started:.0f}s -> {bindir}")
         return bindir
 
