@@ -766,6 +766,12 @@ def test_schema_hook_job() -> None:
         ]
     )
     assert pod_spec(one(items, "Deployment"))["containers"][0]["args"] == ["metastore"]
+    # The schema Job's schematool is a metastore JVM too: it gets the same extra options.
+    files, sets = VARIANTS["hive-metastore"]["kind"]
+    opts = docs("hive-metastore", files, (*sets, "metastore.extraJavaOpts=-XX:TieredStopAtLevel=1"))
+    for kind in ("Job", "Deployment"):
+        env = {e["name"]: e.get("value") for e in pod_spec(one(opts, kind))["containers"][0]["env"]}
+        assert env["METASTORE_EXTRA_JAVA_OPTS"] == "-XX:TieredStopAtLevel=1", kind
     derby = docs("hive-metastore", (), ("database.type=derby",))
     assert not [d for d in derby if d["kind"] == "Job"]
     assert pod_spec(one(derby, "Deployment"))["containers"][0]["args"] == ["all"]
