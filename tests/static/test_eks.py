@@ -1768,3 +1768,72 @@ def test_msk_variables_validated() -> None:
     topic = variables["msk_topic"]
     assert re.fullmatch(r"[a-zA-Z0-9._-]{1,249}", topic["default"])
     assert "kafka" in variables["msk_broker_instance_type"]["default"]
+
+
+def _msk_values_block() -> list[dict[str, Any]]:
+    """The commented MSK `spark.env` of charts/logberg/values-eks.yaml, uncommented."""
+    import yaml
+
+    lines = (REPO / "charts/logberg/values-eks.yaml").read_text().splitlines()
+    start = lines.index("  # env:")
+    block = []
+    for line in lines[start:]:
+        if not line.startswith("  # "):
+            break
+        block.append("  " + line[len("  # ") :])
+    return list(yaml.safe_load("spark:\n" + "\n".join(block))["spark"]["env"])
+
+
+def test_values_eks_msk_block_selects_iam_sign_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Uncommented, the block names the Terraform outputs to fill in, its options are the
+    AWS_MSK_IAM set logberg accepts, `kafka:///` finds brokers and topic in it, and the
+    chart renders it into the Spark pods' environment."""
+    import yaml
+
+    from logberg.lakehouse.kafka import parse_topic_uri
+    from logberg.lakehouse.kafka_options import ClientOptions
+
+    env = {e["name"]: e["value"] for e in _msk_values_block()}
+    assert set(env) == {"LOGBERG_KAFKA_BOOTSTRAP", "LOGBERG_KAFKA_TOPIC", "LOGBERG_KAFKA_OPTIONS"}
+    outputs = dict(blocks("output"))
+    for name in ("LOGBERG_KAFKA_BOOTSTRAP", "LOGBERG_KAFKA_TOPIC"):
+        placeholder = re.fullmatch(r"<(\w+)>", env[name])
+        assert placeholder and placeholder.group(1) in outputs, env[name]
+    options = ClientOptions.parse(env["LOGBERG_KAFKA_OPTIONS"])
+    assert options.msk_iam
+    assert options.jvm() == {
+        "kafka.security.protocol": "SASL_SSL",
+        "kafka.sasl.mechanism": "AWS_MSK_IAM",
+        "kafka.sasl.jaas.config": "software.amazon.msk.auth.iam.IAMLoginModule required;",
+        "kafka.sasl.client.callback.handler.class": (
+            "software.amazon.msk.auth.iam.IAMClientCallbackHandler"
+        ),
+    }
+    brokers = "b-1.logberg-kafka.x1.c2.kafka.eu-west-1.amazonaws.com:9098"
+    filled = {**env, "LOGBERG_KAFKA_BOOTSTRAP": brokers, "LOGBERG_KAFKA_TOPIC": "nginx-access-logs"}
+    for k, v in filled.items():
+        monkeypatch.setenv(k, v)
+    source = parse_topic_uri("kafka:///", "--from")
+    assert (source.bootstrap, source.topic) == (brokers, "nginx-access-logs")
+    values = tmp_path / "msk.yaml"
+    values.write_text(
+        yaml.safe_dump({"spark": {"env": [{"name": k, "value": v} for k, v in filled.items()]}})
+    )
+    chart = REPO / "charts/logberg"
+    docs = _render(
+        chart,
+        "logberg",
+        "spark-jobs",
+        f"--values={chart / 'values-eks.yaml'}",
+        f"--values={values}",
+        "--set=image.tag=0.1.0-0123456789ab",
+    )
+    apps = [d for d in docs if d["kind"] in ("SparkApplication", "ScheduledSparkApplication")]
+    assert apps
+    for app in apps:
+        spec = app["spec"].get("template", app["spec"])
+        for role in ("driver", "executor"):
+            got = {e["name"]: e.get("value") for e in spec[role]["env"]}
+            assert {k: got.get(k) for k in filled} == filled, (app["metadata"]["name"], role)
