@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+from types import SimpleNamespace
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -182,3 +183,63 @@ def test_ingest_takes_the_options_for_a_topic_only(monkeypatch: pytest.MonkeyPat
     )
     with pytest.raises(ConfigError, match="--kafka-option"):
         ingest.run(a)
+
+
+def test_the_python_clients_get_the_translated_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    """partitions() and end_offsets() build their confluent-kafka clients with the topic's
+    options (MSK IAM: OAUTHBEARER and the token callback, served once before a request)."""
+    import confluent_kafka
+    import confluent_kafka.admin
+
+    from logberg.lakehouse import kafka
+
+    made: list[tuple[str, dict[str, Any]]] = []
+
+    topic = SimpleNamespace(error=None, partitions={0: object(), 1: object()})
+    metadata = SimpleNamespace(topics={"nginx-access-logs": topic})
+
+    class FakeAdmin:
+        def __init__(self, conf: dict[str, Any]) -> None:
+            made.append(("admin", conf))
+
+        def poll(self, timeout: float) -> int:
+            made.append(("admin.poll", {}))
+            return 0
+
+        def list_topics(self, topic: str, timeout: float) -> SimpleNamespace:
+            return metadata
+
+    class FakeConsumer(FakeAdmin):
+        def __init__(self, conf: dict[str, Any]) -> None:
+            made.append(("consumer", conf))
+
+        def poll(self, timeout: float) -> None:  # type: ignore[override]
+            made.append(("consumer.poll", {}))
+
+        def get_watermark_offsets(self, tp: Any, timeout: float) -> tuple[int, int]:
+            return (0, 7)
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(confluent_kafka.admin, "AdminClient", FakeAdmin)
+    monkeypatch.setattr(confluent_kafka, "Consumer", FakeConsumer)
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    t = kafka.TopicUri(
+        BROKERS, "nginx-access-logs", "--from", ClientOptions.parse(json.dumps(MSK_IAM))
+    )
+    assert kafka.partitions(t) == [0, 1]
+    assert kafka.end_offsets(t) == {0: 7, 1: 7}
+    kinds = [k for k, _ in made]
+    assert kinds == ["admin", "admin.poll", "consumer", "consumer.poll", "admin", "admin.poll"]
+    for kind, conf in made:
+        if kind in ("admin", "consumer"):
+            assert conf["bootstrap.servers"] == BROKERS
+            assert conf["security.protocol"] == "SASL_SSL"
+            assert conf["sasl.mechanism"] == "OAUTHBEARER" and callable(conf["oauth_cb"])
+            assert "sasl.jaas.config" not in conf
+    assert made[2][1]["group.id"] == "logberg-offsets"  # the lag probe's group (eks/msk.tf)
+    # Without options the clients are as before: nothing added, no poll.
+    made.clear()
+    assert kafka.partitions(kafka.TopicUri("h:9092", "nginx-access-logs", "--from")) == [0, 1]
+    assert made == [("admin", {"bootstrap.servers": "h:9092", "logger": made[0][1]["logger"]})]

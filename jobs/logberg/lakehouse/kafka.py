@@ -129,9 +129,8 @@ def create_topic(t: TopicUri, partitions: int, timeout: float = 30.0) -> bool:
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import NewTopic
 
-    admin = _admin(
-        t.bootstrap, _conf(t)
-    )  # held until the result: a dropped client ends its requests
+    # Held until the result: a dropped client ends its requests.
+    admin = _admin(t.bootstrap, _conf(t))
     futures = admin.create_topics(
         [NewTopic(t.topic, num_partitions=partitions)], operation_timeout=timeout
     )
