@@ -211,7 +211,7 @@ def test_image_jars_are_the_local_paths_jars() -> None:
     local = groups["spark"] + groups["s3"] + groups["jdbc"] + groups["agents"] + groups["kafka"]
     # ... and, in the image only, MSK's SASL/IAM login (no MSK on a laptop): that jar alone.
     msk = pins().kafka.msk_artifacts()
-    assert msk == ["software.amazon.msk:aws-msk-iam-auth:2.3.5"]
+    assert msk == ["software.amazon.msk:aws-msk-iam-auth:2.3.9"]
     assert spark == set(local) | set(msk)
     assert not set(msk) & {c for g in groups.values() for c in g}
     ns = {"m": "http://maven.apache.org/POM/4.0.0"}
