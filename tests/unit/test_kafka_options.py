@@ -243,3 +243,34 @@ def test_the_python_clients_get_the_translated_options(monkeypatch: pytest.Monke
     made.clear()
     assert kafka.partitions(kafka.TopicUri("h:9092", "nginx-access-logs", "--from")) == [0, 1]
     assert made == [("admin", {"bootstrap.servers": "h:9092", "logger": made[0][1]["logger"]})]
+
+
+# What aws-msk-iam-auth 2.3.9's own OAUTHBEARER login handler (IAMOAuthBearerLoginCallbackHandler,
+# the JVM's way to the same listener) made, decoded, for the made-up credentials AKIDEXAMPLE /
+# secret / session token "sess" in eu-west-1 at 2026-12-02T02:14:08Z; its User-Agent left off.
+LIBRARY_TOKEN = (
+    "https://kafka.eu-west-1.amazonaws.com?Action=kafka-cluster%3AConnect"
+    "&X-Amz-Security-Token=sess&X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Date=20261202T021408Z"
+    "&X-Amz-SignedHeaders=host&X-Amz-Expires=900"
+    "&X-Amz-Credential=AKIDEXAMPLE%2F20261202%2Feu-west-1%2Fkafka-cluster%2Faws4_request"
+    "&X-Amz-Signature=d63be299a4848e9d3231466b47f6dafcaf87c0615fa241da0e79834aad93d492"
+)
+
+
+def test_the_token_signs_as_the_msk_library_does() -> None:
+    """Same credentials, region and time: the same signed parameters and signature as the
+    AWS library's token, so MSK checks both alike (not that MSK was asked: no AWS here)."""
+    import datetime as dt
+    from unittest import mock
+
+    import botocore.auth
+    from botocore.credentials import Credentials
+
+    library = dict(parse_qs(urlsplit(LIBRARY_TOKEN).query))
+    when = dt.datetime(2026, 12, 2, 2, 14, 8)
+    with mock.patch.object(botocore.auth, "get_current_datetime", return_value=when):
+        token, _ = msk.token("eu-west-1", Credentials("AKIDEXAMPLE", "secret", "sess"))
+    url = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
+    ours = parse_qs(urlsplit(url).query)
+    assert ours.pop("User-Agent") == ["logberg"]  # after the signature, not signed
+    assert ours == library

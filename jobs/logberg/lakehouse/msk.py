@@ -7,7 +7,8 @@ Pod Identity's container credentials on EKS), base64url-encoded without padding;
 valid for TOKEN_SECONDS and librdkafka asks for a new one before then (oauth_cb). The JVM's
 clients sign in with the aws-msk-iam-auth library instead (the Spark image's jar).
 
-Not exercised against MSK here (no AWS): the unit tests check the token's form.
+Not exercised against MSK here (no AWS): the unit tests check the token's form, and that it
+signs exactly as aws-msk-iam-auth's own OAUTHBEARER token for the same credentials and time.
 """
 
 from __future__ import annotations
