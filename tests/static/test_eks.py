@@ -1837,3 +1837,64 @@ def test_values_eks_msk_block_selects_iam_sign_in(
         for role in ("driver", "executor"):
             got = {e["name"]: e.get("value") for e in spec[role]["env"]}
             assert {k: got.get(k) for k in filled} == filled, (app["metadata"]["name"], role)
+
+
+# An AWS provider unpacked on this machine (a filesystem mirror: <dir>/registry.terraform.io/
+# hashicorp/aws/<version>/<os_arch>/); the registry is unreachable here.
+PROVIDER_MIRROR = Path(os.environ.get("LOGBERG_TF_PROVIDER_MIRROR", "/opt/tf-plugins"))
+MSK_STUB = """
+terraform {
+  required_providers {
+    aws = { source = "hashicorp/aws", version = "%(version)s" }
+  }
+}
+provider "aws" { region = var.region }
+module "vpc" { source = "./stub-vpc" }
+module "eks" { source = "./stub-eks" }
+resource "aws_kms_key" "data" { description = "stub of kms.tf's" }
+resource "aws_iam_role" "spark" {
+  name               = "stub-of-iam-tf"
+  assume_role_policy = "{}"
+}
+"""
+
+
+def test_msk_terraform_validate(tmp_path: Path) -> None:
+    """`terraform validate` of msk.tf (with variables.tf, main.tf and the MSK outputs)
+    against the AWS provider's schema, with the modules and the other files' resources it
+    names stubbed: the one provider found on the machine, not necessarily versions.tf's."""
+    exe = shutil.which("terraform") or shutil.which("tofu")
+    versions = sorted(PROVIDER_MIRROR.glob("registry.terraform.io/hashicorp/aws/*/linux_amd64"))
+    if exe is None or not versions:
+        pytest.skip(f"terraform or an AWS provider under {PROVIDER_MIRROR} missing")
+    version = versions[-1].parent.name
+    for name in ("msk.tf", "variables.tf", "main.tf"):
+        shutil.copy(EKS / name, tmp_path / name)
+    outputs = (EKS / "outputs.tf").read_text()
+    (tmp_path / "outputs.tf").write_text(outputs[outputs.index("# Amazon MSK (enable_msk") :])
+    (tmp_path / "stub.tf").write_text(MSK_STUB % {"version": version})
+    for module, names in {
+        "vpc": ("vpc_id", "private_subnets"),
+        "eks": ("node_security_group_id", "cluster_name"),
+    }.items():
+        (tmp_path / f"stub-{module}").mkdir()
+        (tmp_path / f"stub-{module}" / "main.tf").write_text(
+            "".join(f'output "{n}" {{ value = null }}\n' for n in names)
+        )
+    (tmp_path / "cli.tfrc").write_text(
+        f'provider_installation {{\n  filesystem_mirror {{ path = "{PROVIDER_MIRROR}" }}\n}}\n'
+    )
+    env = {
+        **os.environ,
+        "TF_CLI_CONFIG_FILE": str(tmp_path / "cli.tfrc"),
+        "CHECKPOINT_DISABLE": "1",
+        "TF_IN_AUTOMATION": "1",
+    }
+    for args in (["init", "-backend=false", "-input=false"], ["validate", "-json"]):
+        proc = subprocess.run(
+            [exe, *args, "-no-color"], cwd=tmp_path, env=env, capture_output=True, text=True,
+            timeout=300,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    result = json.loads(proc.stdout)
+    assert result["valid"] is True and result["error_count"] == 0, result
