@@ -180,11 +180,12 @@ resource "aws_msk_cluster" "logberg" {
 }
 
 # ---------------------------------------------------------------------------
-# The Spark role (iam.tf): read the one topic, nothing else. Connect to the cluster and
-# describe it (the Kafka source's admin client reads the cluster's metadata), describe and
-# read the topic (metadata, list offsets, fetch), and describe the lag probe's group. No
-# WriteData, no CreateTopic, no Alter*: the lakehouse keeps the offsets (kafka_offsets and
-# the checkpoint), never the broker.
+# The Spark role (iam.tf): read the one topic, nothing else. Connect to the cluster, and
+# DescribeCluster (read-only cluster metadata: MSK pairs it with Connect for readers, though
+# logberg's metadata and offset requests may not all need it; nothing here observed which),
+# describe and read the topic (metadata, list offsets, fetch), and describe the lag probe's
+# group. No WriteData, no CreateTopic, no Alter*: the lakehouse keeps the offsets
+# (kafka_offsets and the checkpoint), never the broker.
 # ---------------------------------------------------------------------------
 
 data "aws_iam_policy_document" "spark_msk" {
