@@ -150,3 +150,25 @@ output "chart_values" {
     "spark-operator" = yamlencode(local.spark_operator_values)
   }
 }
+
+# Amazon MSK (enable_msk; null when off).
+
+output "msk_bootstrap_brokers_sasl_iam" {
+  description = "MSK bootstrap brokers of the SASL/IAM listener (host:9098,...), for `ingest --from kafka://<these>/<msk_topic>`; null without enable_msk."
+  value       = one(aws_msk_cluster.logberg[*].bootstrap_brokers_sasl_iam)
+}
+
+output "msk_topic" {
+  description = "The topic the Spark role may read (and the producer role write); null without enable_msk."
+  value       = var.enable_msk ? var.msk_topic : null
+}
+
+output "msk_cluster_arn" {
+  description = "ARN of the MSK cluster; null without enable_msk."
+  value       = one(aws_msk_cluster.logberg[*].arn)
+}
+
+output "msk_producer_role_arn" {
+  description = "IAM role of the generator's service account (generator_service_account, Pod Identity): write and create msk_topic only; null without enable_msk."
+  value       = one(aws_iam_role.msk_producer[*].arn)
+}

@@ -583,3 +583,85 @@ variable "ecr_force_delete" {
   type        = bool
   default     = false
 }
+
+# ---------------------------------------------------------------------------
+# Amazon MSK (optional; msk.tf, eks/README.md "MSK")
+# ---------------------------------------------------------------------------
+
+variable "enable_msk" {
+  description = "Create an Amazon MSK cluster for `logberg ingest --from kafka://...`: brokers in the private subnets, SASL/IAM clients only (port 9098), TLS in transit, KMS at rest; the Spark role may read var.msk_topic, a separate producer role may write it. Off by default (MSK bills per broker hour)."
+  type        = bool
+  default     = false
+}
+
+variable "msk_kafka_version" {
+  description = "Apache Kafka version of the MSK cluster, as MSK names it (e.g. 3.8.x, MSK's recommended version when this was written; 3.7.x, 3.9.x and 4.0.x are also offered). logberg's clients are kafka-clients 3.9.1 and librdkafka, which talk to all of them."
+  type        = string
+  default     = "3.8.x"
+
+  validation {
+    condition     = contains(["3.7.x", "3.8.x", "3.9.x", "4.0.x"], var.msk_kafka_version)
+    error_message = "msk_kafka_version must be one of 3.7.x, 3.8.x, 3.9.x, 4.0.x (MSK's supported versions without an end-of-support date, checked 2026-12-02)."
+  }
+}
+
+variable "msk_broker_instance_type" {
+  description = "MSK broker instance type (a kafka.* standard broker, e.g. kafka.m7g.large; kafka.t3.small is the cheapest, for dev, with low connection limits)."
+  type        = string
+  default     = "kafka.m7g.large"
+
+  validation {
+    condition     = can(regex("^kafka\\.(t3|m5|m7g)\\.[a-z0-9]+$", var.msk_broker_instance_type))
+    error_message = "msk_broker_instance_type must be a standard MSK broker type: kafka.t3.small, kafka.m5.<size> or kafka.m7g.<size>."
+  }
+}
+
+variable "msk_broker_count" {
+  description = "Number of MSK brokers: a multiple of az_count (MSK puts the same number in each zone's private subnet; a plan checks it), 2 to 30."
+  type        = number
+  default     = 3
+
+  validation {
+    condition     = var.msk_broker_count >= 2 && var.msk_broker_count <= 30 && floor(var.msk_broker_count) == var.msk_broker_count
+    error_message = "msk_broker_count must be a whole number between 2 and 30 (and a multiple of az_count)."
+  }
+}
+
+variable "msk_broker_volume_gib" {
+  description = "EBS storage of each MSK broker, in GiB."
+  type        = number
+  default     = 100
+
+  validation {
+    condition     = var.msk_broker_volume_gib >= 1 && var.msk_broker_volume_gib <= 16384 && floor(var.msk_broker_volume_gib) == var.msk_broker_volume_gib
+    error_message = "msk_broker_volume_gib must be a whole number between 1 and 16384."
+  }
+}
+
+variable "msk_broker_logs" {
+  description = "Send the MSK brokers' logs to a CloudWatch log group (KMS-encrypted with the data key, log_retention_days)."
+  type        = bool
+  default     = true
+}
+
+variable "msk_topic" {
+  description = "The Kafka topic logberg reads (`ingest --from kafka://<bootstrap>/<topic>`): the only topic the Spark role may read and the producer role may write and create."
+  type        = string
+  default     = "nginx-access-logs"
+
+  validation {
+    condition     = can(regex("^[a-zA-Z0-9._-]{1,249}$", var.msk_topic)) && !contains([".", ".."], var.msk_topic) && !startswith(var.msk_topic, "__")
+    error_message = "msk_topic must be a Kafka topic name: 1-249 letters, digits, '.', '_' or '-', not \".\" or \"..\", not starting with \"__\" (Kafka's internal topics)."
+  }
+}
+
+variable "generator_service_account" {
+  description = "Service account in spark_namespace bound to the MSK producer role (Pod Identity): the generator Job's, when it writes to the topic. Not the Spark service account, which may only read."
+  type        = string
+  default     = "logberg-generator"
+
+  validation {
+    condition     = can(regex("^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", var.generator_service_account))
+    error_message = "generator_service_account must be a DNS-1123 label."
+  }
+}

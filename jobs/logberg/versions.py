@@ -49,6 +49,7 @@ class KafkaPins:
     spark_token_provider: str
     clients: str
     commons_pool2: str
+    msk_iam_auth: str
 
     def broker_artifacts(self) -> list[str]:
         """The broker (and its tools), with their dependencies."""
@@ -66,6 +67,11 @@ class KafkaPins:
             f"org.apache.kafka:kafka-clients:{self.clients}",
             f"org.apache.commons:commons-pool2:{self.commons_pool2}",
         ]
+
+    def msk_artifacts(self) -> list[str]:
+        """The Spark image's SASL/IAM login module for Amazon MSK: this jar alone (its AWS
+        SDK v2 classes are the S3 group's bundle, its Jackson and SLF4J PySpark's)."""
+        return [f"software.amazon.msk:aws-msk-iam-auth:{self.msk_iam_auth}"]
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ def test_files_parse() -> None:
     for path in TF_FILES:
         assert isinstance(parsed(path), dict), path
     expected = {"versions.tf", "variables.tf", "outputs.tf", "vpc.tf", "eks.tf", "rds.tf"}
-    expected |= {"s3.tf", "iam.tf", "helm.tf", "ecr.tf"}
+    expected |= {"s3.tf", "iam.tf", "helm.tf", "ecr.tf", "msk.tf"}
     assert expected <= {p.name for p in TF_FILES}
 
 
@@ -287,7 +287,7 @@ def test_raw_lifecycle_configurable() -> None:
 # ---------------------------------------------------------------------------
 
 # Policy documents whose "*" resource is the key the policy is attached to.
-KEY_POLICIES = {"kms_data"}
+KEY_POLICIES = {"kms_data", "kms_msk"}
 
 
 def test_iam_policies_name_specific_resources() -> None:
@@ -1548,3 +1548,353 @@ def test_chart_values_files_render_with_values_eks(release: str, tmp_path: Path)
         assert VALUES_TF.identifiers["aws_db_instance.metastore.address"] in text
     else:
         assert VALUES_TF.value("${local.landing_uri}") in text
+
+
+# ---------------------------------------------------------------------------
+# Amazon MSK (msk.tf, enable_msk): issue #57
+# ---------------------------------------------------------------------------
+
+MSK_TF = Renderer(
+    identifiers={
+        "aws_msk_cluster.logberg[0].arn": (
+            "arn:aws:kafka:eu-west-1:123456789012:cluster/logberg-kafka/"
+            "0b1c2d3e-aaaa-bbbb-cccc-0123456789ab-2"
+        ),
+        "aws_msk_cluster.logberg[0].cluster_uuid": "0b1c2d3e-aaaa-bbbb-cccc-0123456789ab-2",
+    }
+)
+MSK_PREFIX = "arn:aws:kafka:eu-west-1:123456789012"
+MSK_UUID = "0b1c2d3e-aaaa-bbbb-cccc-0123456789ab-2"
+
+
+def _msk_file() -> dict[str, Any]:
+    return parsed(EKS / "msk.tf")
+
+
+def _granted(document: dict[str, Any]) -> set[tuple[str, str]]:
+    """Every (action, resource) pair a rendered policy allows; no Deny, no condition."""
+    pairs = set()
+    for st in document["Statement"]:
+        assert st["Effect"] == "Allow" and "Condition" not in st, st
+        pairs |= {(a, r) for a in st["Action"] for r in st["Resource"]}
+    return pairs
+
+
+def test_msk_exists_only_when_enabled() -> None:
+    """Every resource and data source of msk.tf is counted by enable_msk (off by default);
+    the outputs are null without it."""
+    variables = dict(blocks("variable"))
+    assert variables["enable_msk"]["type"] in ("bool", "${bool}")
+    assert variables["enable_msk"]["default"] is False
+    assert locals_()["msk_count"] == "${var.enable_msk ? 1 : 0}"
+    found = []
+    for kind in ("resource", "data"):
+        for entry in _msk_file().get(kind, []):
+            for rtype, named in entry.items():
+                for name, body in named.items():
+                    found.append(f"{rtype}.{name}")
+                    count = str(body.get("count", ""))
+                    assert count == "${local.msk_count}" or count.startswith(
+                        "${var.enable_msk && "
+                    ), f"{rtype}.{name}: count {count!r}"
+                    assert "for_each" not in body, f"{rtype}.{name}"
+    assert {
+        "aws_msk_cluster.logberg",
+        "aws_kms_key.msk",
+        "aws_security_group.msk",
+        "aws_iam_role_policy.spark_msk",
+        "aws_iam_role.msk_producer",
+    } <= set(found)
+    # Nothing about MSK anywhere else (an uncounted resource would exist without it).
+    for path in TF_FILES:
+        if path.name in ("msk.tf", "variables.tf", "outputs.tf"):
+            continue
+        assert "aws_msk_" not in path.read_text() and "msk" not in path.read_text(), path.name
+    outputs = dict(blocks("output"))
+    assert outputs["msk_bootstrap_brokers_sasl_iam"]["value"] == (
+        "${one(aws_msk_cluster.logberg[*].bootstrap_brokers_sasl_iam)}"
+    )
+    assert outputs["msk_cluster_arn"]["value"] == "${one(aws_msk_cluster.logberg[*].arn)}"
+    assert outputs["msk_topic"]["value"] == "${var.enable_msk ? var.msk_topic : null}"
+    assert outputs["msk_producer_role_arn"]["value"] == "${one(aws_iam_role.msk_producer[*].arn)}"
+
+
+def test_msk_iam_authentication_only() -> None:
+    [cluster] = resources("aws_msk_cluster").values()
+    [auth] = cluster["client_authentication"]
+    assert auth["unauthenticated"] is False
+    assert auth["sasl"] == [{"iam": True, "scram": False}]
+    assert "tls" not in auth, "no mTLS clients"
+    # The one port clients may use is the SASL/IAM listener's.
+    assert locals_()["msk_iam_port"] == 9098
+
+
+def test_msk_encrypted_in_transit_and_at_rest() -> None:
+    [cluster] = resources("aws_msk_cluster").values()
+    [enc] = cluster["encryption_info"]
+    assert enc["encryption_in_transit"] == [{"client_broker": "TLS", "in_cluster": True}]
+    assert enc["encryption_at_rest_kms_key_arn"] == "${aws_kms_key.msk[0].arn}"
+    key = resources("aws_kms_key")["msk"]
+    assert key["enable_key_rotation"] is True
+    assert key["policy"] == "${data.aws_iam_policy_document.kms_msk[0].json}"
+    # Broker logs (optional) go to a KMS-encrypted log group that expires.
+    group = resources("aws_cloudwatch_log_group")["msk"]
+    assert group["count"] == "${var.enable_msk && var.msk_broker_logs ? 1 : 0}"
+    assert group["kms_key_id"] == "${aws_kms_key.data.arn}"
+    assert group["retention_in_days"] == "${var.log_retention_days}"
+    [logging] = cluster["dynamic"]
+    assert logging["logging_info"]["for_each"] == "${var.msk_broker_logs ? [1] : []}"
+    [logs] = logging["logging_info"]["content"][0]["broker_logs"][0]["cloudwatch_logs"]
+    assert logs == {"enabled": True, "log_group": "${aws_cloudwatch_log_group.msk[0].name}"}
+
+
+def test_msk_brokers_private_and_reached_from_the_nodes_only() -> None:
+    [cluster] = resources("aws_msk_cluster").values()
+    [nodes] = cluster["broker_node_group_info"]
+    assert nodes["client_subnets"] == "${module.vpc.private_subnets}"
+    assert nodes["security_groups"] == ["${aws_security_group.msk[0].id}"]
+    assert nodes["connectivity_info"] == [{"public_access": [{"type": "DISABLED"}]}]
+    assert "${var.msk_broker_count % var.az_count == 0}" in str(
+        cluster["lifecycle"][0]["precondition"]
+    )
+    sg = "${aws_security_group.msk[0].id}"
+    ingress = [
+        r for r in resources("aws_vpc_security_group_ingress_rule").values()
+        if r["security_group_id"] == sg
+    ]  # fmt: skip
+    assert ingress == [
+        {
+            "count": "${local.msk_count}",
+            "security_group_id": sg,
+            "description": ingress[0]["description"],
+            "ip_protocol": "tcp",
+            "from_port": "${local.msk_iam_port}",
+            "to_port": "${local.msk_iam_port}",
+            "referenced_security_group_id": "${module.eks.node_security_group_id}",
+        }
+    ]
+    assert not [
+        r for r in resources("aws_vpc_security_group_egress_rule").values()
+        if r["security_group_id"] == sg
+    ]  # fmt: skip
+    assert not {"ingress", "egress"} & set(resources("aws_security_group")["msk"])
+    assert not [r for r in resources("aws_security_group_rule").values() if "msk" in str(r)]
+
+
+def test_spark_msk_policy_reads_the_one_topic_only() -> None:
+    """The Spark role's MSK policy allows exactly: connecting to and describing the
+    cluster, describing and reading the one topic, describing the lag probe's group."""
+    [attached] = [p for n, p in resources("aws_iam_role_policy").items() if n == "spark_msk"]
+    assert attached["role"] == "${aws_iam_role.spark.id}"
+    assert attached["policy"] == "${data.aws_iam_policy_document.spark_msk[0].json}"
+    cluster = MSK_TF.identifiers["aws_msk_cluster.logberg[0].arn"]
+    topic = f"{MSK_PREFIX}:topic/logberg-kafka/{MSK_UUID}/nginx-access-logs"
+    group = f"{MSK_PREFIX}:group/logberg-kafka/{MSK_UUID}/logberg-offsets"
+    assert _granted(MSK_TF.document("spark_msk")) == {
+        ("kafka-cluster:Connect", cluster),
+        ("kafka-cluster:DescribeCluster", cluster),
+        ("kafka-cluster:DescribeTopic", topic),
+        ("kafka-cluster:ReadData", topic),
+        ("kafka-cluster:DescribeGroup", group),
+    }
+    # The cluster's name is the one in the topic and group ARNs.
+    [body] = resources("aws_msk_cluster").values()
+    assert MSK_TF.value(body["cluster_name"]) == "logberg-kafka"
+    # Another topic name moves the grant with it.
+    other = Renderer(identifiers=MSK_TF.identifiers, overrides={"msk_topic": "edge.logs"})
+    assert (
+        "kafka-cluster:ReadData",
+        f"{MSK_PREFIX}:topic/logberg-kafka/{MSK_UUID}/edge.logs",
+    ) in _granted(other.document("spark_msk"))
+    # No other Spark policy names kafka-cluster.
+    for name in ("spark",):
+        assert "kafka-cluster" not in json.dumps(TF.document(name))
+
+
+def test_spark_msk_grants_follow_what_the_readers_do() -> None:
+    """The group the policy names is the one consumer group a logberg reader uses (the lag
+    probe's); the Spark source and KafkaLines assign and seek, never in a group."""
+    code = (REPO / "jobs/logberg/lakehouse/kafka.py").read_text()
+    groups = set(re.findall(r'"group\.id": "([^"]+)"', code))
+    assert groups == {locals_()["msk_lag_group"]} == {"logberg-offsets"}
+    lines = (REPO / "jobs/logberg/java/dev/logberg/KafkaLines.java").read_text()
+    assert '"group.id"' not in lines and "subscribe(" not in lines and "commitSync" not in lines
+    assert "consumer.assign(" in lines and '"enable.auto.commit", "false"' in lines
+    job = (REPO / "jobs/logberg/pipeline/kafka/job.py").read_text()
+    source = job.split("spark.readStream", 1)[1].split(".load()", 1)[0]
+    assert "group.id" not in source and "commit" not in source  # groupIdPrefix: a name only
+
+
+def test_msk_producer_role_is_separate_and_narrow() -> None:
+    """The generator writes with its own role and service account; the Spark role never
+    gets WriteData."""
+    docs = {n: b for _, n, b in typed_blocks("data", "aws_iam_policy_document")}
+    [trust] = statements(docs["msk_producer_trust"])
+    conditions = {c["variable"]: c["values"] for c in trust["condition"]}
+    assert conditions["aws:RequestTag/kubernetes-service-account"] == [
+        "${var.generator_service_account}"
+    ]
+    assert conditions["aws:RequestTag/kubernetes-namespace"] == ["${var.spark_namespace}"]
+    variables = dict(blocks("variable"))
+    generator, spark = (
+        variables[f"{k}_service_account"]["default"] for k in ("generator", "spark")
+    )
+    assert generator != spark
+    cluster = MSK_TF.identifiers["aws_msk_cluster.logberg[0].arn"]
+    topic = f"{MSK_PREFIX}:topic/logberg-kafka/{MSK_UUID}/nginx-access-logs"
+    assert _granted(MSK_TF.document("msk_producer")) == {
+        ("kafka-cluster:Connect", cluster),
+        ("kafka-cluster:WriteDataIdempotently", cluster),
+        ("kafka-cluster:DescribeTopic", topic),
+        ("kafka-cluster:CreateTopic", topic),
+        ("kafka-cluster:WriteData", topic),
+    }
+    assoc = resources("aws_eks_pod_identity_association")["msk_producer"]
+    assert assoc["service_account"] == "${var.generator_service_account}"
+    assert assoc["role_arn"] == "${aws_iam_role.msk_producer[0].arn}"
+    assert resources("aws_iam_role_policy")["msk_producer"]["role"] == (
+        "${aws_iam_role.msk_producer[0].id}"
+    )
+
+
+def test_msk_variables_validated() -> None:
+    variables = dict(blocks("variable"))
+    version = variables["msk_kafka_version"]
+    allowed = re.findall(r'"(\d+\.\d+\.x)"', str(version["validation"]))
+    assert version["default"] in allowed and "3.6.0" not in str(version["validation"])
+    assert "% var.az_count" not in str(variables["msk_broker_count"]["validation"])
+    assert variables["msk_broker_count"]["default"] % variables["az_count"]["default"] == 0
+    assert variables["msk_broker_logs"]["default"] is True
+    topic = variables["msk_topic"]
+    assert re.fullmatch(r"[a-zA-Z0-9._-]{1,249}", topic["default"])
+    assert "kafka" in variables["msk_broker_instance_type"]["default"]
+
+
+def _msk_values_block() -> list[dict[str, Any]]:
+    """The commented MSK `spark.env` of charts/logberg/values-eks.yaml, uncommented."""
+    import yaml
+
+    lines = (REPO / "charts/logberg/values-eks.yaml").read_text().splitlines()
+    start = lines.index("  # env:")
+    block = []
+    for line in lines[start:]:
+        if not line.startswith("  # "):
+            break
+        block.append("  " + line[len("  # ") :])
+    return list(yaml.safe_load("spark:\n" + "\n".join(block))["spark"]["env"])
+
+
+def test_values_eks_msk_block_selects_iam_sign_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Uncommented, the block names the Terraform outputs to fill in, its options are the
+    AWS_MSK_IAM set logberg accepts, `kafka:///` finds brokers and topic in it, and the
+    chart renders it into the Spark pods' environment."""
+    import yaml
+
+    from logberg.lakehouse.kafka import parse_topic_uri
+    from logberg.lakehouse.kafka_options import ClientOptions
+
+    env = {e["name"]: e["value"] for e in _msk_values_block()}
+    assert set(env) == {"LOGBERG_KAFKA_BOOTSTRAP", "LOGBERG_KAFKA_TOPIC", "LOGBERG_KAFKA_OPTIONS"}
+    outputs = dict(blocks("output"))
+    for name in ("LOGBERG_KAFKA_BOOTSTRAP", "LOGBERG_KAFKA_TOPIC"):
+        placeholder = re.fullmatch(r"<(\w+)>", env[name])
+        assert placeholder and placeholder.group(1) in outputs, env[name]
+    options = ClientOptions.parse(env["LOGBERG_KAFKA_OPTIONS"])
+    assert options.msk_iam
+    assert options.jvm() == {
+        "kafka.security.protocol": "SASL_SSL",
+        "kafka.sasl.mechanism": "AWS_MSK_IAM",
+        "kafka.sasl.jaas.config": "software.amazon.msk.auth.iam.IAMLoginModule required;",
+        "kafka.sasl.client.callback.handler.class": (
+            "software.amazon.msk.auth.iam.IAMClientCallbackHandler"
+        ),
+    }
+    brokers = "b-1.logberg-kafka.x1.c2.kafka.eu-west-1.amazonaws.com:9098"
+    filled = {**env, "LOGBERG_KAFKA_BOOTSTRAP": brokers, "LOGBERG_KAFKA_TOPIC": "nginx-access-logs"}
+    for k, v in filled.items():
+        monkeypatch.setenv(k, v)
+    source = parse_topic_uri("kafka:///", "--from")
+    assert (source.bootstrap, source.topic) == (brokers, "nginx-access-logs")
+    values = tmp_path / "msk.yaml"
+    values.write_text(
+        yaml.safe_dump({"spark": {"env": [{"name": k, "value": v} for k, v in filled.items()]}})
+    )
+    chart = REPO / "charts/logberg"
+    docs = _render(
+        chart,
+        "logberg",
+        "spark-jobs",
+        f"--values={chart / 'values-eks.yaml'}",
+        f"--values={values}",
+        "--set=image.tag=0.1.0-0123456789ab",
+    )
+    apps = [d for d in docs if d["kind"] in ("SparkApplication", "ScheduledSparkApplication")]
+    assert apps
+    for app in apps:
+        spec = app["spec"].get("template", app["spec"])
+        for role in ("driver", "executor"):
+            got = {e["name"]: e.get("value") for e in spec[role]["env"]}
+            assert {k: got.get(k) for k in filled} == filled, (app["metadata"]["name"], role)
+
+
+# An AWS provider unpacked on this machine (a filesystem mirror: <dir>/registry.terraform.io/
+# hashicorp/aws/<version>/<os_arch>/); the registry is unreachable here.
+PROVIDER_MIRROR = Path(os.environ.get("LOGBERG_TF_PROVIDER_MIRROR", "/opt/tf-plugins"))
+MSK_STUB = """
+terraform {
+  required_providers {
+    aws = { source = "hashicorp/aws", version = "%(version)s" }
+  }
+}
+provider "aws" { region = var.region }
+module "vpc" { source = "./stub-vpc" }
+module "eks" { source = "./stub-eks" }
+resource "aws_kms_key" "data" { description = "stub of kms.tf's" }
+resource "aws_iam_role" "spark" {
+  name               = "stub-of-iam-tf"
+  assume_role_policy = "{}"
+}
+"""
+
+
+def test_msk_terraform_validate(tmp_path: Path) -> None:
+    """`terraform validate` of msk.tf (with variables.tf, main.tf and the MSK outputs)
+    against the AWS provider's schema, with the modules and the other files' resources it
+    names stubbed: the one provider found on the machine, not necessarily versions.tf's."""
+    exe = shutil.which("terraform") or shutil.which("tofu")
+    versions = sorted(PROVIDER_MIRROR.glob("registry.terraform.io/hashicorp/aws/*/linux_amd64"))
+    if exe is None or not versions:
+        pytest.skip(f"terraform or an AWS provider under {PROVIDER_MIRROR} missing")
+    version = versions[-1].parent.name
+    for name in ("msk.tf", "variables.tf", "main.tf"):
+        shutil.copy(EKS / name, tmp_path / name)
+    outputs = (EKS / "outputs.tf").read_text()
+    (tmp_path / "outputs.tf").write_text(outputs[outputs.index("# Amazon MSK (enable_msk") :])
+    (tmp_path / "stub.tf").write_text(MSK_STUB % {"version": version})
+    for module, names in {
+        "vpc": ("vpc_id", "private_subnets"),
+        "eks": ("node_security_group_id", "cluster_name"),
+    }.items():
+        (tmp_path / f"stub-{module}").mkdir()
+        (tmp_path / f"stub-{module}" / "main.tf").write_text(
+            "".join(f'output "{n}" {{ value = null }}\n' for n in names)
+        )
+    (tmp_path / "cli.tfrc").write_text(
+        f'provider_installation {{\n  filesystem_mirror {{ path = "{PROVIDER_MIRROR}" }}\n}}\n'
+    )
+    env = {
+        **os.environ,
+        "TF_CLI_CONFIG_FILE": str(tmp_path / "cli.tfrc"),
+        "CHECKPOINT_DISABLE": "1",
+        "TF_IN_AUTOMATION": "1",
+    }
+    for args in (["init", "-backend=false", "-input=false"], ["validate", "-json"]):
+        proc = subprocess.run(
+            [exe, *args, "-no-color"], cwd=tmp_path, env=env, capture_output=True, text=True,
+            timeout=300,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    result = json.loads(proc.stdout)
+    assert result["valid"] is True and result["error_count"] == 0, result

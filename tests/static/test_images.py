@@ -209,7 +209,24 @@ def test_image_jars_are_the_local_paths_jars() -> None:
     groups = jars.groups(pins())
     spark = _pom_coordinates(IMAGES / "spark" / "pom.xml", SPARK)
     local = groups["spark"] + groups["s3"] + groups["jdbc"] + groups["agents"] + groups["kafka"]
-    assert spark == set(local)
+    # ... and, in the image only, MSK's SASL/IAM login (no MSK on a laptop): that jar alone.
+    msk = pins().kafka.msk_artifacts()
+    assert msk == ["software.amazon.msk:aws-msk-iam-auth:2.3.9"]
+    assert spark == set(local) | set(msk)
+    assert not set(msk) & {c for g in groups.values() for c in g}
+    ns = {"m": "http://maven.apache.org/POM/4.0.0"}
+    [dep] = [
+        d
+        for d in ET.parse(IMAGES / "spark" / "pom.xml")
+        .getroot()
+        .iterfind("m:dependencies/m:dependency", ns)
+        if d.findtext("m:artifactId", "", ns) == "aws-msk-iam-auth"
+    ]
+    excluded = [
+        (e.findtext("m:groupId", "", ns), e.findtext("m:artifactId", "", ns))
+        for e in dep.iterfind("m:exclusions/m:exclusion", ns)
+    ]
+    assert excluded == [("*", "*")], "the MSK IAM jar alone: its SDK is the bundle's"
     hms = _pom_coordinates(IMAGES / "hive-metastore" / "pom.xml", HMS)
     hive = f"org.apache.hive:hive-standalone-metastore:{PINS['hive']['version']}"
     assert hms == set(groups["hadoop"] + groups["s3"] + groups["jdbc"]) | {hive}

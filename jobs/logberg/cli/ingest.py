@@ -152,6 +152,8 @@ def run(a: argparse.Namespace) -> int:
 
     if a.source is not None:
         return kafka_source.run(a)
+    if getattr(a, "kafka_option", None):
+        raise ConfigError("--kafka-option: the clients of a topic's (--from), not with files")
     cfg = ingest_config(a, follow_config(a))
     if a.dry_run and cfg.follow is not None:
         raise ConfigError("--dry-run lists what a batch ingest would read: not with --follow")

@@ -8,6 +8,7 @@ lakehouse is behind the topic, per partition, and pushes that lag with a Pushgat
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import TYPE_CHECKING
 
 from logberg.cli.spark import session
@@ -48,6 +49,16 @@ def arguments(p: argparse.ArgumentParser) -> None:
         "and offset as the line's source identity when it sends them",
     )
     g.add_argument(
+        "--kafka-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Kafka client option, in the Java client's name, over LOGBERG_KAFKA_OPTIONS "
+        "(a JSON object), repeatable: e.g. security.protocol=SASL_SSL with "
+        "sasl.mechanism=AWS_MSK_IAM, sasl.jaas.config and "
+        "sasl.client.callback.handler.class for Amazon MSK's IAM sign-in",
+    )
+    g.add_argument(
         "--max-messages-per-trigger",
         type=int,
         metavar="N",
@@ -59,6 +70,7 @@ def kafka_config(a: argparse.Namespace) -> KafkaIngestConfig:
     from logberg.cli.command import config_from
     from logberg.lakehouse import environment
     from logberg.lakehouse.kafka import parse_topic_uri
+    from logberg.lakehouse.kafka_options import ClientOptions
     from logberg.pipeline.kafka.config import (
         DEFAULT_TRIGGER_SECONDS,
         KafkaIngestConfig,
@@ -74,6 +86,7 @@ def kafka_config(a: argparse.Namespace) -> KafkaIngestConfig:
             "$remote_addr as the client (the other formats are for files)"
         )
     source = parse_topic_uri(a.source, "--from", environment.current().kafka_bootstrap())
+    source = dataclasses.replace(source, options=ClientOptions.from_env(a.kafka_option))
     return config_from(
         KafkaIngestConfig,
         a,

@@ -4,17 +4,19 @@ starts and measure how far behind a stream is (confluent-kafka, librdkafka's cli
 `kafka://HOST:PORT[,HOST:PORT...]/TOPIC`. An empty host list means LOGBERG_KAFKA_BOOTSTRAP,
 else the local broker (`logberg local up --kafka`) when the caller knows one; an empty
 topic means LOGBERG_KAFKA_TOPIC. A broker that does not answer, or a topic it does not
-have, is a ConfigError naming the setting.
+have, is a ConfigError naming the setting. The clients' own options (security: Amazon
+MSK's IAM sign-in) travel with the topic (`kafka_options`, LOGBERG_KAFKA_OPTIONS).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from logberg.errors import ConfigError
+from logberg.lakehouse.kafka_options import ClientOptions
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -33,6 +35,7 @@ class TopicUri:
     bootstrap: str
     topic: str
     setting: str  # what named them, for messages
+    options: ClientOptions = field(default_factory=ClientOptions)  # the clients' own, checked
 
     @property
     def uri(self) -> str:
@@ -66,10 +69,18 @@ def parse_topic_uri(raw: str, setting: str, local_bootstrap: str | None = None) 
     return TopicUri(hosts, topic, where)
 
 
-def _admin(bootstrap: str, conf: Mapping[str, str] | None = None) -> Any:
+def _admin(bootstrap: str, conf: Mapping[str, Any] | None = None) -> Any:
     from confluent_kafka.admin import AdminClient
 
-    return AdminClient({"bootstrap.servers": bootstrap, "logger": _quiet(), **(conf or {})})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": _quiet(), **(conf or {})})
+    if conf and "oauth_cb" in conf:
+        admin.poll(0)  # serves the token callback, which the first request waits for
+    return admin
+
+
+def _conf(t: TopicUri) -> dict[str, Any]:
+    """librdkafka's configuration of the topic's client options."""
+    return t.options.librdkafka(t.bootstrap)
 
 
 def _quiet() -> Any:
@@ -98,7 +109,7 @@ def partitions(t: TopicUri, timeout: float = 10.0) -> list[int]:
     from confluent_kafka import KafkaException
 
     try:
-        md = _admin(t.bootstrap).list_topics(topic=t.topic, timeout=timeout)
+        md = _admin(t.bootstrap, _conf(t)).list_topics(topic=t.topic, timeout=timeout)
     except KafkaException as e:
         raise ConfigError(
             f"{t.setting} {t.bootstrap}: the Kafka broker does not answer ({e.args[0]})"
@@ -118,7 +129,8 @@ def create_topic(t: TopicUri, partitions: int, timeout: float = 30.0) -> bool:
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import NewTopic
 
-    admin = _admin(t.bootstrap)  # held until the result: a dropped client ends its requests
+    # Held until the result: a dropped client ends its requests.
+    admin = _admin(t.bootstrap, _conf(t))
     futures = admin.create_topics(
         [NewTopic(t.topic, num_partitions=partitions)], operation_timeout=timeout
     )
@@ -143,8 +155,11 @@ def end_offsets(t: TopicUri, timeout: float = 10.0) -> dict[int, int]:
             "group.id": "logberg-offsets",
             "enable.auto.commit": False,
             "logger": _quiet(),
+            **_conf(t),
         }
     )
+    if t.options.msk_iam:
+        consumer.poll(0)  # serves the token callback (get_watermark_offsets does not)
     try:
         return {
             p: int(consumer.get_watermark_offsets(TopicPartition(t.topic, p), timeout)[1])

@@ -576,6 +576,7 @@ def ingest_topic(
         .option("groupIdPrefix", "logberg-ingest")
         .option("kafka.max.partition.fetch.bytes", str(32 << 20))
         .option("kafka.fetch.max.bytes", str(64 << 20))
+        .options(**cfg.source.options.jvm())  # the clients' own (security: MSK's IAM)
     )
     writer = (
         reader.load()

@@ -37,6 +37,7 @@ def _reader(
         .option("bootstrap", cfg.source.bootstrap)
         .option("ranges", text)
         .option("max_line_bytes", str(cfg.max_line_bytes))
+        .options(**cfg.source.options.jvm())  # kafka.KEY: the consumers' own (security)
     )
     return reader.options(**sink.options()) if sink is not None else reader
 

@@ -170,6 +170,7 @@ def pin_args(p: Mapping[str, Any]) -> dict[str, str]:
         "KAFKA_SPARK_PROVIDER": p["kafka"]["spark_token_provider"],
         "KAFKA_CLIENTS": p["kafka"]["clients"],
         "COMMONS_POOL2": p["kafka"]["commons_pool2"],
+        "MSK_IAM_AUTH": p["kafka"]["msk_iam_auth"],
         "HIVE": p["hive"]["version"],
         "MAVEN_VERSION": build["maven"],
         "MAVEN_SHA512": build["maven_sha512"],
