@@ -23,12 +23,6 @@ def test_the_site_builds_strictly_with_every_page(docs_site: Path) -> None:
     assert {"index.html", "reference/cli/index.html", "operate/security/index.html"} <= built
 
 
-def test_the_manuals_report_screenshot_is_the_readmes() -> None:
-    readme = docs_gen.REPO / "jobs" / "logberg" / "pipeline" / "report" / "screenshot.png"
-    manual = docs_gen.DOCS / "pages" / "img" / "report.png"
-    assert manual.read_bytes() == readme.read_bytes(), "run `make report-screenshot`"
-
-
 def test_every_documented_chart_value_has_a_row() -> None:
     for name in docs_gen.CHARTS:
         chart = docs_gen.REPO / "charts" / name
