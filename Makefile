@@ -27,7 +27,7 @@ export PATH := $(TOOLS)/bin:$(PATH)
 BROWSER_MODULE ?= tests.helpers.browser
 BENCH_MODULE   ?= bench
 LANES_MODULE   ?= tests.helpers.lanes
-DOCS_GEN_MODULE ?= tests.helpers.docs_gen
+DOCS_GEN_MODULE ?= logberg_platform.docs_gen
 
 # helm/kubectl: .tools/bin (make tools) when present, else PATH. kind/docker: PATH.
 HELM    ?= $(if $(wildcard $(TOOLS)/bin/helm),$(TOOLS)/bin/helm,helm)

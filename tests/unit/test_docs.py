@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.helpers import docs_gen
+from logberg_platform import docs_gen
 
 
 def test_the_generated_reference_pages_are_current() -> None:
