@@ -43,6 +43,28 @@ def test_every_logberg_subcommand_in_the_readme_exists() -> None:
     assert {"local", "sql", "query", "ingest", "analytics", "run", "generate"} <= shown
 
 
+def test_the_layout_section_names_each_top_level_folder_and_names_only_what_is_there() -> None:
+    """The README's Layout table: a row for each folder of the checkout's files, and every
+    path it names (in its first column, or a `folder/...` of its second) exists."""
+    section = README.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+    rows = [r for r in section.splitlines() if r.startswith("| `")]
+    firsts = {p for r in rows for p in re.findall(r"`([^`]+)`", r.split("|")[1])}
+    files = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True).stdout
+    folders = {f"{f.split('/')[0]}/" for f in files.splitlines() if "/" in f}
+    unlisted = {f for f in folders if not any(p.startswith(f) for p in firsts)}
+    assert folders and not unlisted, unlisted
+    missing = []
+    for row in rows:
+        first, what = row.split("|")[1:3]
+        here = re.findall(r"`([^`]+)`", first)
+        for p in here + re.findall(r"`([a-z.]+/[\w./-]*)`", what):
+            # A path of the second column is the repository's or inside the row's folder.
+            if not any((REPO / base / p).exists() for base in ["", *here]):
+                missing.append(p)
+    assert not missing, missing
+    assert "(docs/pages/development/layout.md)" in section
+
+
 MAKE = r"\bmake ([a-z][a-z0-9-]+)"
 
 
