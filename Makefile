@@ -71,6 +71,8 @@ DEMO_GENERATE_ARGS = --num-files $(DEMO_FILES) --lines-per-file $(DEMO_LINES) \
 REPORT     ?= $(LOGBERG_HOME)/report.html
 # The report screenshot the README and the manual show, one file (`make report-screenshot`).
 REPORT_PNG ?= docs/pages/img/report.png
+# The History Server screenshot of the manual's observability page (`make history-screenshot`).
+HISTORY_PNG ?= docs/pages/img/history-server.png
 
 # uv, which installs the venv's packages (itself from PyPI, into the venv): cache first, then
 # online, with bytecode (tests/tools/uv-install.sh says why).
@@ -160,6 +162,11 @@ report: setup ## write the HTML report of the local tables to REPORT (.logberg/r
 report-screenshot: demo browser ## regenerate the report screenshot of the README and the manual (REPORT_PNG) from the demo data
 	$(LOGBERG) report --output $(REPORT)
 	$(BIN)/python -m $(BROWSER_MODULE) $(REPORT) $(REPORT_PNG)
+
+.PHONY: history-screenshot
+history-screenshot: demo browser ## regenerate the manual's History Server screenshot (HISTORY_PNG) from the demo data: the jobs page of its latest application
+	$(LOGBERG) local up --history
+	$(BIN)/python -m $(BROWSER_MODULE) --history $(HISTORY_PNG)
 
 .PHONY: clean
 clean: down ## remove local state (.logberg); keeps .venv and .tools
