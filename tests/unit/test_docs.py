@@ -57,3 +57,18 @@ def test_the_tables_page_has_every_ingest_table() -> None:
     page = docs_gen.tables_page()
     assert all(f"## `{t.qualified}`" in page for t in INGEST_TABLES)
     assert "| `event_id` | `STRING NOT NULL` |" in page
+
+
+def test_every_picture_the_readme_and_the_manual_show_is_there() -> None:
+    """`mkdocs build --strict` does not check images: each `![...](path)` of README.md and
+    of the pages is a PNG in the checkout, the report's screenshot among them."""
+    pages = [docs_gen.REPO / "README.md", *sorted((docs_gen.DOCS / "pages").rglob("*.md"))]
+    pictures = {
+        (page.parent / src).resolve()
+        for page in pages
+        for src in re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", page.read_text())
+    }
+    missing = sorted(str(p.relative_to(docs_gen.REPO)) for p in pictures if not p.is_file())
+    assert not missing, f"{missing}: make report-screenshot, make history-screenshot"
+    assert all(p.read_bytes().startswith(b"\x89PNG") for p in pictures)
+    assert docs_gen.DOCS / "pages" / "img" / "report.png" in pictures
