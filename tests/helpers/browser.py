@@ -107,6 +107,7 @@ def latest_jobs_page(timeout: float = 180.0) -> str:
     """The jobs page of the application this home's History Server saw active last (after
     `make demo`: the one that ran it), once the server lists its jobs and their count holds
     for a few seconds (a running application's log is read as it grows)."""
+    from logberg.errors import ServiceError
     from logberg_platform import history
     from logberg_platform.local_settings import LocalSettings
 
@@ -120,7 +121,10 @@ def latest_jobs_page(timeout: float = 180.0) -> str:
         apps = history.applications(found.url, limit=50)
         if apps:
             app = max(apps, key=lambda a: a["attempts"][0].get("lastUpdatedEpoch", 0))["id"]
-            jobs = history.api(found.url, f"applications/{app}/jobs")
+            try:  # the first read of a large log can outlast one request's timeout
+                jobs = history.api(found.url, f"applications/{app}/jobs", timeout=60)
+            except ServiceError:
+                jobs = []
             if jobs and seen == (app, len(jobs)):
                 return f"{found.url}/history/{app}/jobs/"
             seen = (app, len(jobs))
