@@ -27,7 +27,7 @@ export PATH := $(TOOLS)/bin:$(PATH)
 BROWSER_MODULE ?= tests.helpers.browser
 BENCH_MODULE   ?= bench
 LANES_MODULE   ?= tests.helpers.lanes
-DOCS_GEN_MODULE ?= tests.helpers.docs_gen
+DOCS_GEN_MODULE ?= logberg_platform.docs_gen
 
 # helm/kubectl: .tools/bin (make tools) when present, else PATH. kind/docker: PATH.
 HELM    ?= $(if $(wildcard $(TOOLS)/bin/helm),$(TOOLS)/bin/helm,helm)
@@ -69,9 +69,10 @@ DEMO_GENERATE_ARGS = --num-files $(DEMO_FILES) --lines-per-file $(DEMO_LINES) \
 	--start-date $(DEMO_START) --end-date $(DEMO_END) --seed 42 --malformed-rate 0.002
 # Where `make report` writes the HTML report of the local tables.
 REPORT     ?= $(LOGBERG_HOME)/report.html
-# The README's report screenshot (`make report-screenshot`).
-REPORT_PNG ?= jobs/logberg/pipeline/report/screenshot.png
-DOCS_REPORT_PNG ?= docs/pages/img/report.png
+# The report screenshot the README and the manual show, one file (`make report-screenshot`).
+REPORT_PNG ?= docs/pages/img/report.png
+# The History Server screenshot of the manual's observability page (`make history-screenshot`).
+HISTORY_PNG ?= docs/pages/img/history-server.png
 
 # uv, which installs the venv's packages (itself from PyPI, into the venv): cache first, then
 # online, with bytecode (tests/tools/uv-install.sh says why).
@@ -158,10 +159,14 @@ report: setup ## write the HTML report of the local tables to REPORT (.logberg/r
 	@tests/tools/open.sh $(REPORT)
 
 .PHONY: report-screenshot
-report-screenshot: demo browser ## regenerate the README's report screenshot (REPORT_PNG, and the manual's copy) from the demo data
+report-screenshot: demo browser ## regenerate the report screenshot of the README and the manual (REPORT_PNG) from the demo data
 	$(LOGBERG) report --output $(REPORT)
 	$(BIN)/python -m $(BROWSER_MODULE) $(REPORT) $(REPORT_PNG)
-	cp $(REPORT_PNG) $(DOCS_REPORT_PNG)
+
+.PHONY: history-screenshot
+history-screenshot: demo browser ## regenerate the manual's History Server screenshot (HISTORY_PNG) from the demo data: the jobs page of its latest application
+	$(LOGBERG) local up --history
+	$(BIN)/python -m $(BROWSER_MODULE) --history $(HISTORY_PNG)
 
 .PHONY: clean
 clean: down ## remove local state (.logberg); keeps .venv and .tools

@@ -1,12 +1,15 @@
 """Headless Chromium (Debian's `chromium`) through Playwright, with the network off: the
-report's browser tests, and `make report-screenshot` (`python -m tests.helpers.browser
-REPORT.html OUT.png`)."""
+report's and the manual's browser tests, and the manual's screenshots:
+`make report-screenshot` (`python -m tests.helpers.browser REPORT.html OUT.png`) and
+`make history-screenshot` (`python -m tests.helpers.browser --history OUT.png`: the jobs
+page of this home's History Server's latest application)."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -100,8 +103,55 @@ def screenshot(html: Path, out: Path, width: int = 1280, height: int = 1400) -> 
             raise RuntimeError(f"the page logged errors: {opened.errors}")
 
 
+def latest_jobs_page(timeout: float = 180.0) -> str:
+    """The jobs page of the application this home's History Server saw active last (after
+    `make demo`: the one that ran it), once the server lists its jobs and their count holds
+    for a few seconds (a running application's log is read as it grows)."""
+    from logberg.errors import ServiceError
+    from logberg_platform import history
+    from logberg_platform.local_settings import LocalSettings
+
+    s = LocalSettings.from_env()
+    found = history.running(s)
+    if found is None:
+        raise RuntimeError(f"no History Server runs under {s.home}: `logberg local up --history`")
+    deadline = time.monotonic() + timeout
+    seen: tuple[str, int] | None = None
+    while time.monotonic() < deadline:
+        apps = history.applications(found.url, limit=50)
+        if apps:
+            app = max(apps, key=lambda a: a["attempts"][0].get("lastUpdatedEpoch", 0))["id"]
+            try:  # the first read of a large log can outlast one request's timeout
+                jobs = history.api(found.url, f"applications/{app}/jobs", timeout=60)
+            except ServiceError:
+                jobs = []
+            if jobs and seen == (app, len(jobs)):
+                return f"{found.url}/history/{app}/jobs/"
+            seen = (app, len(jobs))
+        time.sleep(3)
+    raise RuntimeError(f"the History Server at {found.url} lists no application with jobs")
+
+
+def screenshot_local(url: str, out: Path, width: int = 1280, height: int = 1000) -> None:
+    """The top of a page served from this machine at `width` px, as PNG."""
+    with open_local(url, width) as opened:
+        opened.page.set_viewport_size({"width": width, "height": height})
+        opened.page.wait_for_load_state("networkidle")
+        opened.page.screenshot(path=str(out))
+        if opened.errors:
+            raise RuntimeError(f"the page logged errors: {opened.errors}")
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 3:
-        sys.exit("usage: python -m tests.helpers.browser REPORT.html OUT.png")
-    screenshot(Path(sys.argv[1]), Path(sys.argv[2]))
-    print(f"wrote {sys.argv[2]}")
+        sys.exit(
+            "usage: python -m tests.helpers.browser REPORT.html OUT.png\n"
+            "       python -m tests.helpers.browser --history OUT.png"
+        )
+    if sys.argv[1] == "--history":
+        page = latest_jobs_page()
+        screenshot_local(page, Path(sys.argv[2]))
+        print(f"wrote {sys.argv[2]} of {page}")
+    else:
+        screenshot(Path(sys.argv[1]), Path(sys.argv[2]))
+        print(f"wrote {sys.argv[2]}")

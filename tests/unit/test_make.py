@@ -36,8 +36,9 @@ TARGETS_BEFORE = {
 }  # fmt: skip
 # Targets added since: `make prometheus` (the metrics tests' Prometheus and Pushgateway),
 # `make ui-k8s` (`logberg k8s ui`: the History Server and the drivers' UIs), `make docs`,
-# `docs-serve` and `docs-gen` (the manual, docs/).
-ADDED_SINCE = {"prometheus", "ui-k8s", "docs", "docs-serve", "docs-gen"}
+# `docs-serve` and `docs-gen` (the manual, docs/), `make history-screenshot` (its picture of
+# the History Server).
+ADDED_SINCE = {"prometheus", "ui-k8s", "docs", "docs-serve", "docs-gen", "history-screenshot"}
 
 SCRIPTS = sorted(
     p
@@ -155,6 +156,7 @@ def test_settings_are_defined_once(tmp_path: Path) -> None:
         ("setup",),
         ("report",),
         ("report-screenshot",),
+        ("history-screenshot",),
         ("images",),
         ("image-archive",),
         ("base-images",),
@@ -234,6 +236,7 @@ def test_python_modules_are_named_in_one_variable_each(tmp_path: Path) -> None:
         "test-images",
         "eks-push",
         "report-screenshot",
+        "history-screenshot",
         "bench",
         "EKS_TF=/bin/true",
         "BROWSER_MODULE=renamed.browser",
@@ -243,6 +246,7 @@ def test_python_modules_are_named_in_one_variable_each(tmp_path: Path) -> None:
     assert "logberg_platform" not in out and "tests.helpers" not in out
     assert out.count("bin/logberg images") == 3  # images, test-images, eks-push
     assert "-m renamed.browser " in out and "-m renamed_bench" in out
+    assert "-m renamed.browser --history docs/pages/img/history-server.png" in out
 
 
 # ------------------------------------------------------------------ the scripts
