@@ -7,9 +7,9 @@ server session of its own, as two users' commands); two ingests of the same land
 run as two drivers of their own (in-process), whose commits meet only in the metastore.
 
 The tests of rounds run two: the first meets a landing none of whose files is committed
-yet, the second a landing and tables that already hold committed files, each writer's session warm from the round
-before. A third round met the second's case again (and took a third of each test's time:
-#54), so ROUNDS is 2."""
+yet, the second a landing and tables that already hold committed files, each writer's
+session warm from the round before. A third round met the second's case again (and took a
+third of each test's time: #54), so ROUNDS is 2."""
 
 from __future__ import annotations
 
