@@ -54,7 +54,7 @@ IMAGES = $(LOGBERG) images
 # podman/buildah settings for this machine (runtime, rlimits), written by `make` once.
 CONTAINERS_CONF ?= $(CURDIR)/.logberg/containers.conf
 export CONTAINERS_CONF
-ALL_IMAGES ?= spark hive-metastore spark-operator dev-postgres dev-s3
+ALL_IMAGES ?= spark hive-metastore spark-operator dev-postgres dev-s3 dev-kafka
 # The shipped images: the ones eks/ecr.tf has a repository for (logberg-<key>), which
 # eks-push pushes and k8s-deploy builds for EKS (never the dev backends there).
 EKS_IMAGES ?= spark hive-metastore spark-operator

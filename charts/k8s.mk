@@ -20,6 +20,9 @@ K8S_VALUES         ?=
 # EKS: the registry the images were pushed to (<account>.dkr.ecr.<region>.amazonaws.com).
 IMAGE_REGISTRY     ?=
 K8S_WAIT_SECONDS   ?= 1800
+# What `make k8s-demo` reads: files (the generator's files in the landing bucket, one
+# ingest) or kafka (the generator to the dev broker's topic, and the stream that reads it).
+K8S_DEMO_SOURCE    ?= files
 # The spark-operator image: `local` (images/spark-operator: the upstream controller built
 # on our Spark image, so it submits with our Spark) or `upstream` (the chart's own image).
 SPARK_OPERATOR_IMAGE ?= local
@@ -44,9 +47,9 @@ k8s-deploy: tools | $(CONTAINERS_CONF) ## deploy to K8S_TARGET (local|kind|eks; 
 	  --kind-cluster=$(KIND_CLUSTER) $(if $(IMAGE_REGISTRY),--image-registry=$(IMAGE_REGISTRY)) \
 	  $(foreach v,$(K8S_VALUES),--values=$(v))
 
-k8s-demo: ## on the deployed cluster: the generator Job, then `kubectl apply` of the ingest and analytics examples, then the top tables through spark-sql
+k8s-demo: ## on the deployed cluster: the generator Job, then `kubectl apply` of the ingest and analytics examples, then the top tables through spark-sql (K8S_DEMO_SOURCE=kafka: the generator to the dev broker's topic and the stream from it)
 	@$(NEED_KUBECTL)
-	@KC="$(KC)" K8S="$(K8S)" charts/scripts/k8s-demo.sh $(K8S_WAIT_SECONDS)
+	@KC="$(KC)" K8S="$(K8S)" charts/scripts/k8s-demo.sh $(K8S_WAIT_SECONDS) $(K8S_DEMO_SOURCE)
 
 sql-k8s: ## spark-sql in the cluster's toolbox pod, through the metastore (interactive; or pipe SQL in: make sql-k8s < file.sql)
 	@$(NEED_KUBECTL)

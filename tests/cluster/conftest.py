@@ -71,6 +71,7 @@ ORDER = (
     "test_submit",
     "test_spark_connect",
     "test_doctor_k8s",
+    "test_kafka_stream",  # rows beside the landing's: after the files that count those
     "test_demo_again",  # empties the dev S3 store
     "test_uninstall",  # uninstalls: last of all
 )

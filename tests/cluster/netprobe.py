@@ -55,6 +55,20 @@ def h2(host, port):  # gRPC rides on HTTP/2: the server's SETTINGS frame answers
     assert len(head) == 9 and head[3] == 4, head  # frame type 4: SETTINGS
     return "http2 settings"
 
+def kafka(host, port):  # ApiVersions v0: the first request of every Kafka client
+    body = struct.pack("!hhih", 18, 0, 7, 5) + b"probe"
+    with socket.create_connection((host, port), timeout=5) as s:
+        s.sendall(struct.pack("!i", len(body)) + body)
+        got = b""
+        while len(got) < 4 or len(got) < 4 + struct.unpack("!i", got[:4])[0]:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            got += chunk
+    correlation, error, apis = struct.unpack("!ihi", got[4:14])
+    assert correlation == 7, got[:40]
+    return f"apiversions error {error}, {apis} apis"
+
 def listen(host, port):
     with socket.create_connection((host, port), timeout=5) as s:
         return s.recv(256).decode().strip()

@@ -31,7 +31,7 @@ def test_every_live_pod_runs_hardened_and_non_root(deployed: Deployed) -> None:
         for p in json.loads(deployed.kubectl("-n", ns, "get", "pods", "-o", "json"))["items"]
     ]
     kinds = {p["metadata"]["labels"].get("app.kubernetes.io/component", "") for p in pods}
-    assert {"toolbox", "postgres", "s3", "generator"} <= kinds, kinds
+    assert {"toolbox", "postgres", "s3", "kafka", "generator"} <= kinds, kinds
     assert any(p["metadata"]["labels"].get("spark-role") == "driver" for p in pods)
     for p in pods:
         name, psc = p["metadata"]["name"], p["spec"].get("securityContext") or {}

@@ -1,14 +1,16 @@
 """The charts' NetworkPolicies, enforced on the local cluster (logberg_platform.cluster.netpol).
 
-The metastore's thrift port, the dev PostgreSQL and the dev S3 server each answer a pod
-that carries their own client label, and no one else: not a pod without it, not a pod with
-another backend's label, and not a pod with every label in another namespace. The release's
+The metastore's thrift port, the dev PostgreSQL, the dev S3 server and the dev Kafka broker
+each answer a pod that carries their own client label, and no one else: not a pod without
+it, not a pod with another backend's label, and not a pod with every label in another
+namespace. The release's
 own pods take connections only from the release. On the dev values, the pods that need
-nothing outside the cluster (the dev PostgreSQL and S3, the metastore, the toolbox, the
-History Server, the generator, every executor) connect only to DNS and what they use.
+nothing outside the cluster (the dev PostgreSQL, S3 and Kafka, the metastore, the toolbox,
+the History Server, the generator, every executor) connect only to DNS and what they use,
+and only the release's Kafka clients reach the broker.
 Every check is made from inside a pod: a TCP connection and a protocol call (thrift
-get_all_databases, PostgreSQL's SSLRequest, an S3 GET, a DNS lookup), never a look at a
-policy."""
+get_all_databases, PostgreSQL's SSLRequest, an S3 GET, Kafka's ApiVersions, a DNS lookup),
+never a look at a policy."""
 
 from __future__ import annotations
 
@@ -24,11 +26,14 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 METASTORE = {"logberg.io/metastore-client": "true"}
 POSTGRES = {"logberg.io/postgres-client": "true"}
 S3 = {"logberg.io/s3-client": "true"}
+KAFKA = {"logberg.io/kafka-client": "true"}
 RELEASE = {"app.kubernetes.io/name": "logberg", "app.kubernetes.io/instance": "logberg"}
 # What the generator Job's pod and a Spark executor carry: short-lived pods, so probe pods
 # with their labels stand in for them (a policy selects pods by their labels alone).
 GENERATOR = RELEASE | {"app.kubernetes.io/component": "generator"} | S3
 EXECUTOR = RELEASE | {"spark-role": "executor"} | METASTORE | S3
+# The generator producing to a topic (generator.output=kafka): the release's Kafka client.
+KAFKA_GENERATOR = GENERATOR | KAFKA
 
 
 @pytest.fixture(scope="module")
@@ -41,10 +46,12 @@ def pods(deployed: Deployed) -> Iterator[dict[str, tuple[str, str]]]:
         "metastore": (NS, unique("netpol-hms"), METASTORE),
         "postgres": (NS, unique("netpol-pg"), POSTGRES),
         "s3": (NS, unique("netpol-s3"), S3),
+        "kafka": (NS, unique("netpol-kafka"), KAFKA),
         "release": (NS, unique("netpol-rel"), RELEASE),
-        "elsewhere": (other, unique("netpol-all"), METASTORE | POSTGRES | S3 | RELEASE),
+        "elsewhere": (other, unique("netpol-all"), METASTORE | POSTGRES | S3 | KAFKA | RELEASE),
         "generator": (NS, unique("netpol-gen"), GENERATOR),
         "executor": (NS, unique("netpol-exec"), EXECUTOR),
+        "kafka-generator": (NS, unique("netpol-kgen"), KAFKA_GENERATOR),
     }
     start_probe_pods(deployed, made)
     yield {k: (ns, name) for k, (ns, name, _) in made.items()}
@@ -58,6 +65,7 @@ BACKENDS = (
     f"s3:logberg-dev-s3.{NS}.svc:7070",
 )
 DNS = "dns:kubernetes.default.svc.cluster.local:443"
+BROKER = f"kafka:logberg-dev-kafka.{NS}.svc:9092"
 
 
 @pytest.mark.parametrize(
@@ -88,6 +96,23 @@ def test_each_backend_answers_only_its_labelled_clients(
         assert "TimeoutError" in got[kind] or "timed out" in got[kind], got[kind]
 
 
+@pytest.mark.parametrize(
+    ("who", "admitted"),
+    [("kafka", True), ("nothing", False), ("s3", False), ("elsewhere", False)],
+)
+def test_the_broker_answers_only_its_labelled_clients(
+    deployed: Deployed, pods: dict[str, tuple[str, str]], who: str, admitted: bool
+) -> None:
+    """The dev Kafka broker: an ApiVersions answer for a pod with the Kafka client label in
+    the namespace; nothing for a pod without it, one with another backend's label, or one
+    with every label in another namespace."""
+    got = probe(deployed, *pods[who], BROKER)["kafka"]
+    if admitted:
+        assert got.startswith("answer apiversions error 0, ") and not got.endswith(" 0 apis"), got
+    else:
+        assert "TimeoutError" in got or "timed out" in got, got
+
+
 def test_release_pods_take_connections_only_from_the_release(
     deployed: Deployed, pods: dict[str, tuple[str, str]]
 ) -> None:
@@ -104,10 +129,10 @@ def test_release_pods_take_connections_only_from_the_release(
             assert got.startswith("refused") and "TimeoutError" in got, (who, got)
 
 
-def test_postgres_and_s3_reach_only_the_cluster_dns(
+def test_the_dev_backends_reach_only_the_cluster_dns(
     deployed: Deployed, pods: dict[str, tuple[str, str]]
 ) -> None:
-    """Egress: from inside the dev PostgreSQL and S3 pods, a name resolves, but a listener
+    """Egress: from inside the dev PostgreSQL, S3 and Kafka pods, a name resolves, but a listener
     that admits everyone (the unlabelled probe pod, which no policy selects) is not reached;
     the release's probe pod reaches it."""
     ns, plain = pods["nothing"]
@@ -118,7 +143,7 @@ def test_postgres_and_s3_reach_only_the_cluster_dns(
             "getent hosts kubernetes.default.svc.cluster.local || echo no-dns; "
             f"timeout 5 bash -c 'exec 3<>/dev/tcp/{ip}/{port} && head -1 <&3' || echo refused"
         )
-        for component in ("postgres", "s3"):
+        for component in ("postgres", "s3", "kafka"):
             pod = deployed.k(
                 "get", "pods", "-l", f"app.kubernetes.io/component={component}",
                 "--field-selector=status.phase=Running", "-o", "jsonpath={.items[0].metadata.name}",
@@ -147,6 +172,7 @@ def pod_named(deployed: Deployed, selector: str) -> tuple[str, str]:
         ("app.kubernetes.io/component=history-server", BACKENDS, {"s3"}),
         ("generator", BACKENDS, {"s3"}),
         ("executor", BACKENDS, {"thrift", "s3", "release"}),
+        ("kafka-generator", (*BACKENDS, BROKER), {"s3", "kafka"}),
     ],
 )
 def test_dev_pods_reach_only_dns_and_what_they_need(

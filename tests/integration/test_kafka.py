@@ -517,6 +517,48 @@ def test_the_dry_run_says_how_far_behind_the_lakehouse_is(
     assert "partition 0: lakehouse at 0, topic at 7, 7 message(s) behind" in r.stdout
 
 
+def position(broker: str, topic: str, checkpoint: Path) -> dict[str, Any]:
+    """`python3 -m logberg.pipeline.kafka.position`, what `logberg k8s wait stream` runs in
+    a stream's driver pod: no Spark, the checkpoint and the broker alone."""
+    r = subprocess.run(
+        [sys.executable, "-m", "logberg.pipeline.kafka.position", f"kafka://{broker}/{topic}",
+         checkpoint.as_uri()],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    return dict(json.loads(r.stdout))
+
+
+def test_a_streams_position_comes_from_its_checkpoint_and_the_broker(
+    broker: str, raw_topic: Any, tmp_path: Path
+) -> None:
+    topic, manifest, checkpoint = raw_topic
+    got = position(broker, topic, checkpoint)
+    assert isinstance(got["batch"], int) and got["behind"] == 0, got
+    assert got["at"] == got["ends"], got
+    assert sum(got["ends"].values()) == manifest["totals"]["lines"], got
+    # A topic no stream has read yet: no batch, all of it behind.
+    make_topic(broker, "unread", 2)
+    p = producer(broker)
+    for i in range(5):
+        p.produce("unread", LINE.encode(), partition=i % 2)
+    p.flush(30)
+    unread = position(broker, "unread", tmp_path / "no-checkpoint")
+    assert unread == {"batch": None, "at": {}, "ends": {"0": 3, "1": 2}, "behind": 5}, unread
+
+
+def test_wait_ready_waits_for_the_brokers_and_names_the_setting(broker: str) -> None:
+    """What a Kafka client's init container runs in the charts."""
+    wait = ["wait-ready", "--no-metastore", "--kafka", "--timeout", "4", "--interval", "1"]
+    ok = run_logberg(wait, {"LOGBERG_KAFKA_BOOTSTRAP": broker})
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    assert f"Kafka {broker}" in ok.stdout, ok.stdout
+    gone = run_logberg(wait, {"LOGBERG_KAFKA_BOOTSTRAP": "127.0.0.1:1"})
+    assert gone.returncode != 0
+    said = gone.stderr
+    assert "not ready after" in said and "LOGBERG_KAFKA_BOOTSTRAP 127.0.0.1:1" in said, said
+
+
 def test_doctor_checks_the_broker_when_one_is_configured(broker: str) -> None:
     r = run_logberg(["doctor"])
     assert "ok      kafka" in r.stdout and f"the broker at {broker} answers" in r.stdout, r.stdout

@@ -216,7 +216,7 @@ CASES: dict[str, dict[str, Any]] = {
     "kafka lag growing": {
         "input_series": [
             # Partitions 0 and 1 of topic t on instance a fall behind by 100 messages a minute
-            # each from 20m on (the stream stopped; the lag CronJob keeps pushing). Topic u is
+            # each from 20m on (the stream stopped; a scheduled --dry-run keeps pushing). Topic u is
             # far behind but catching up; topic v grows, but stays under the threshold.
             kafka_lag("a", "t", "0", "0x20 100+100x80"),
             kafka_lag("a", "t", "1", "0x20 100+100x80"),

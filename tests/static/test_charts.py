@@ -72,6 +72,11 @@ VARIANTS: dict[str, dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
                 "monitoring.podMonitor.enabled=true",
             ),
         ),
+        # Kafka: the stream from the dev broker's topic, the generator producing to it.
+        "kafka": (
+            ("values-kind.yaml",),
+            ("streaming.enabled=true", "streaming.source=kafka", "generator.output=kafka"),
+        ),
         # Event logs to S3 and Spark's History Server reading them.
         "history": (
             ("values-kind.yaml",),
@@ -906,7 +911,8 @@ def test_spark_operator_overrides() -> None:
 
 def test_no_namespace_is_written_into_values_or_examples() -> None:
     """Any K8S_NAMESPACE works: services by short name, examples applied with -n."""
-    for path in [*CHARTS.glob("*/values*.yaml"), *(CHARTS / "logberg" / "examples").glob("*")]:
+    examples = [p for p in (CHARTS / "logberg" / "examples").rglob("*") if p.is_file()]
+    for path in [*CHARTS.glob("*/values*.yaml"), *examples]:
         text = path.read_text()
         assert not re.search(r"\.logberg\.svc|namespace: logberg", text), path
 
@@ -1256,7 +1262,9 @@ def test_spark_connect_network_policy_admits_only_labelled_clients() -> None:
     plain = {
         d["metadata"]["name"]: d for d in by_kind(variant_docs("logberg", "kind"), "NetworkPolicy")
     }
-    assert list(plain) == ["logberg", "logberg-egress", "logberg-executor-egress"]
+    assert list(plain) == [
+        "logberg", "logberg-egress", "logberg-executor-egress", "logberg-kafka-egress"
+    ]  # fmt: skip
     assert "matchExpressions" not in plain["logberg"]["spec"]["podSelector"]
 
 

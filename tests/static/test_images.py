@@ -426,7 +426,7 @@ def test_make_targets_use_the_builder() -> None:
     out = proc.stdout
     assert "logberg images build spark hive-metastore spark-operator" in out
     assert "logberg images base" in out
-    assert "save spark hive-metastore spark-operator dev-postgres dev-s3 -o" in out
+    assert "save spark hive-metastore spark-operator dev-postgres dev-s3 dev-kafka -o" in out
     makefiles = (REPO / "images" / "images.mk", REPO / "charts" / "k8s.mk", REPO / "Makefile")
     mk = "".join(path.read_text() for path in makefiles)
     for target in ("images", "image-spark", "image-hive-metastore", "image-spark-operator"):

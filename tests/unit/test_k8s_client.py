@@ -246,3 +246,19 @@ def test_a_job_run_again_keeps_its_spec_and_owner_and_drops_what_the_server_fill
     assert uid not in str(again)
     manual = job_spec_again({**served, "spec": {**served["spec"], "manualSelector": True}})
     assert manual["spec"]["selector"] == served["spec"]["selector"]
+
+
+def test_a_stream_is_followed_by_its_topic_and_checkpoint_arguments() -> None:
+    from logberg_platform.k8s.apps import stream_source
+
+    def app(*args: str) -> dict[str, object]:
+        return {"metadata": {"name": "s"}, "spec": {"arguments": list(args)}}
+
+    assert stream_source(app("ingest", "--from", "kafka:///t")) == ("kafka:///t", None)
+    assert stream_source(
+        app("ingest", "--from", "kafka://b:9092/t", "--checkpoint", "s3a://b/cp")
+    ) == ("kafka://b:9092/t", "s3a://b/cp")
+    files = ("ingest", "--follow", "--input", "s3a://b/l")
+    for args in (files, ("analytics",), ("ingest", "--from")):
+        with pytest.raises(ConfigError, match="SparkApplication s: not a stream from a topic"):
+            stream_source(app(*args))

@@ -31,3 +31,19 @@ def test_a_topic_the_log_does_not_hold_is_an_error() -> None:
         offsets(BATCH, "other")
     with pytest.raises(ServiceError):
         offsets("v1\nnot json\n", "logs")
+
+
+# -- a stream's position (logberg.pipeline.kafka.position) ----------------------------------
+def test_the_last_committed_batch_is_the_greatest_commit_file() -> None:
+    from logberg.pipeline.kafka.position import last_batch
+
+    assert last_batch(["0", "1", ".1.crc", "10", "2", "_tmp"]) == 10
+    assert last_batch([".0.crc"]) is None and last_batch([]) is None
+
+
+def test_behind_counts_what_the_topic_holds_past_the_commit() -> None:
+    from logberg.pipeline.kafka.position import behind
+
+    assert behind({0: 10, 1: 5}, {0: 10, 1: 7}) == 2
+    assert behind({}, {0: 3, 1: 2}) == 5  # no batch yet: all of it
+    assert behind({0: 12}, {0: 10}) == 0  # a topic made again, shorter: never negative

@@ -55,3 +55,16 @@ checkov.io/skip4: CKV_K8S_40=runs as the dev image's own non-root user (runAsNon
 checkov.io/skip5: CKV_K8S_8=one-shot pod (helm test / job); a liveness probe has nothing to watch
 checkov.io/skip6: CKV_K8S_9=one-shot pod (helm test / job); nothing connects to it, so no readiness probe
 {{- end }}
+
+{{/* The Kafka broker's StatefulSet and Service name, and the name its clients reach it by. */}}
+{{- define "logberg-dev.kafkaName" -}}
+{{- printf "%s-kafka" (include "logberg-dev.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "logberg-dev.kafkaHost" -}}
+{{- printf "%s.%s.svc" (include "logberg-dev.kafkaName" .) .Release.Namespace }}
+{{- end }}
+
+{{- define "logberg-dev.kafkaBootstrap" -}}
+{{- printf "%s:%v" (include "logberg-dev.kafkaHost" .) .Values.kafka.port }}
+{{- end }}

@@ -177,6 +177,12 @@ spark.ui.port: {{ .Values.spark.metrics.port | quote }}
 - name: AWS_ENDPOINT_URL_S3
   value: {{ . | quote }}
 {{- end }}
+{{- with .Values.kafka.bootstrap }}
+- name: LOGBERG_KAFKA_BOOTSTRAP
+  value: {{ . | quote }}
+- name: LOGBERG_KAFKA_TOPIC
+  value: {{ $.Values.kafka.topic | quote }}
+{{- end }}
 {{- with .Values.s3.region }}
 - name: AWS_REGION
   value: {{ . | quote }}
@@ -209,7 +215,8 @@ spark.ui.port: {{ .Values.spark.metrics.port | quote }}
 {{- toYaml $sc }}
 {{- end }}
 
-{{/* Pod fields shared by driver and executor (SparkPodSpec). $role: driver|executor. */}}
+{{/* Pod fields shared by driver and executor (SparkPodSpec). $role: driver|executor; with
+     `kafka` true, both carry kafka.clientLabels (an application that reads a topic). */}}
 {{- define "logberg.sparkPod" -}}
 {{- $root := .root }}
 {{- $p := index $root.Values.spark .role }}
@@ -228,6 +235,9 @@ labels:
   app.kubernetes.io/component: {{ .component }}
   {{- toYaml $root.Values.metastoreClientLabels | nindent 2 }}
   {{- toYaml $root.Values.s3ClientLabels | nindent 2 }}
+  {{- if .kafka }}
+  {{- toYaml $root.Values.kafka.clientLabels | nindent 2 }}
+  {{- end }}
   {{- with $p.labels }}
   {{- toYaml . | nindent 2 }}
   {{- end }}
@@ -263,14 +273,20 @@ volumeMounts:
   - name: work-dir
     mountPath: /opt/spark/work-dir
 {{- if and (eq .role "driver") $root.Values.waitFor.enabled }}
+{{- $ctx := $root }}
+{{- if .kafka }}
+{{- $ctx = merge (dict "kafka" true) $root }}
+{{- end }}
 initContainers:
-  {{- include "logberg.waitReady" $root | nindent 2 }}
+  {{- include "logberg.waitReady" $ctx | nindent 2 }}
 {{- end }}
 {{- end }}
 
 {{/* The init container that waits until the metastore answers and the warehouse and
      landing buckets exist (`logberg wait-ready`), so no job races the platform it needs.
-     With `noMetastore` in the context: the buckets only (pods that may not reach it). */}}
+     With `noMetastore` in the context: the buckets only (pods that may not reach it); with
+     `kafka`: the Kafka brokers too (a pod that reads or writes a topic, whose first
+     connections a new pod's NetworkPolicy may not admit yet). */}}
 {{- define "logberg.waitReady" -}}
 - name: wait-ready
   image: {{ include "logberg.image" . }}
@@ -284,6 +300,9 @@ initContainers:
     - {{ .Values.waitFor.timeoutSeconds | quote }}
     {{- if .noMetastore }}
     - --no-metastore
+    {{- end }}
+    {{- if .kafka }}
+    - --kafka
     {{- end }}
     {{- if .Values.eventLog.enabled }}
     - --event-log-dir
@@ -342,9 +361,9 @@ volumes:
     emptyDir:
       sizeLimit: 1Gi
 driver:
-  {{- include "logberg.sparkPod" (dict "root" $root "role" "driver" "component" .component) | trim | nindent 2 }}
+  {{- include "logberg.sparkPod" (dict "root" $root "role" "driver" "component" .component "kafka" .kafka) | trim | nindent 2 }}
 executor:
-  {{- include "logberg.sparkPod" (dict "root" $root "role" "executor" "component" .component) | trim | nindent 2 }}
+  {{- include "logberg.sparkPod" (dict "root" $root "role" "executor" "component" .component "kafka" .kafka) | trim | nindent 2 }}
   instances: {{ $v.spark.executor.instances }}
 {{- end }}
 

@@ -1,4 +1,5 @@
-"""`logberg wait-ready`: until the metastore answers and the buckets exist (init containers)."""
+"""`logberg wait-ready`: until the metastore answers and the buckets exist (and, `--kafka`,
+the Kafka brokers answer): init containers."""
 
 from __future__ import annotations
 
@@ -35,6 +36,12 @@ def arguments(p: argparse.ArgumentParser) -> None:
         "warehouse (pods that only write to S3, such as the generator: they may not reach the "
         "metastore)",
     )
+    p.add_argument(
+        "--kafka",
+        action="store_true",
+        help="also until the Kafka brokers (LOGBERG_KAFKA_BOOTSTRAP, signed in with "
+        "LOGBERG_KAFKA_OPTIONS) answer: a pod that reads or writes a topic",
+    )
 
 
 def run(a: argparse.Namespace) -> int:
@@ -46,6 +53,16 @@ def run(a: argparse.Namespace) -> int:
         raise ConfigError("--create-event-log-dir and --event-log-only need --event-log-dir")
     event_log = EventLogDir(a.event_log_dir, a.create_event_log_dir) if a.event_log_dir else None
     cfg = environment.current().lakehouse_config()
+    brokers = None
+    if a.kafka:
+        import dataclasses
+
+        from logberg.lakehouse.kafka import parse_topic_uri
+        from logberg.lakehouse.kafka_options import ClientOptions
+
+        env = environment.current()
+        brokers = parse_topic_uri("kafka:///", "--kafka", env.kafka_bootstrap(), topic_needed=False)
+        brokers = dataclasses.replace(brokers, options=ClientOptions.from_env())
     waited = wait_ready(
         cfg,
         a.input,
@@ -54,11 +71,13 @@ def run(a: argparse.Namespace) -> int:
         event_log=event_log,
         lakehouse=not a.event_log_only,
         metastore=not a.no_metastore,
+        kafka=brokers,
     )
     lakehouse = not (a.event_log_only or a.no_metastore)
     what = [f"metastore {cfg.metastore_uri}", f"warehouse {cfg.warehouse}"] if lakehouse else []
     what += [f"input {uri}" for uri in a.input if not a.event_log_only]
     what += [f"event logs {a.event_log_dir}"] if a.event_log_dir else []
+    what += [f"Kafka {brokers.bootstrap}"] if brokers else []
     print(f"ready after {waited:.0f}s: " + ", ".join(what), flush=True)
     return 0
 

@@ -42,8 +42,11 @@ class TopicUri:
         return f"kafka://{self.bootstrap}/{self.topic}"
 
 
-def parse_topic_uri(raw: str, setting: str, local_bootstrap: str | None = None) -> TopicUri:
-    """`kafka://[BOOTSTRAP]/[TOPIC]`, checked; the defaults filled from the environment."""
+def parse_topic_uri(
+    raw: str, setting: str, local_bootstrap: str | None = None, topic_needed: bool = True
+) -> TopicUri:
+    """`kafka://[BOOTSTRAP]/[TOPIC]`, checked; the defaults filled from the environment.
+    `topic_needed=False`: the brokers alone (the topic may stay empty)."""
     m = re.fullmatch(r"kafka://([^/]*)/?([^/]*)", raw.strip())
     if not m:
         raise ConfigError(f"{setting} {raw!r}: expected kafka://HOST:PORT/TOPIC")
@@ -62,6 +65,8 @@ def parse_topic_uri(raw: str, setting: str, local_bootstrap: str | None = None) 
             raise ConfigError(f"{where} {hosts!r}: expected HOST:PORT[,HOST:PORT...]")
     if not topic:
         topic = os.environ.get(TOPIC_ENV, "").strip()
+        if not topic and not topic_needed:
+            return TopicUri(hosts, "", where)
         if not topic:
             raise ConfigError(f"{setting} {raw!r} names no topic, and {TOPIC_ENV} is not set")
     if not TOPIC.match(topic):
@@ -103,17 +108,29 @@ def cluster_answers(bootstrap: str, timeout: float = 5.0) -> bool:
     return bool(md.brokers) and md.controller_id >= 0
 
 
-def partitions(t: TopicUri, timeout: float = 10.0) -> list[int]:
-    """The topic's partitions; a broker that does not answer or a topic it does not have is
-    a ConfigError naming the setting."""
+def _metadata(t: TopicUri, timeout: float, topic: str | None = None) -> Any:
+    """A metadata request with the topic's client options; a broker that does not answer
+    is a ConfigError naming the setting."""
     from confluent_kafka import KafkaException
 
     try:
-        md = _admin(t.bootstrap, _conf(t)).list_topics(topic=t.topic, timeout=timeout)
+        return _admin(t.bootstrap, _conf(t)).list_topics(topic=topic, timeout=timeout)
     except KafkaException as e:
         raise ConfigError(
             f"{t.setting} {t.bootstrap}: the Kafka broker does not answer ({e.args[0]})"
         ) from None
+
+
+def brokers_answer(t: TopicUri, timeout: float = 5.0) -> None:
+    """The brokers answer a metadata request (signed in with the topic's client options);
+    else a ConfigError naming the setting."""
+    _metadata(t, timeout)
+
+
+def partitions(t: TopicUri, timeout: float = 10.0) -> list[int]:
+    """The topic's partitions; a broker that does not answer or a topic it does not have is
+    a ConfigError naming the setting."""
+    md = _metadata(t, timeout, t.topic)
     found = md.topics.get(t.topic)
     if found is None or found.error is not None or not found.partitions:
         raise ConfigError(

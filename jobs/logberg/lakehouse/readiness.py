@@ -12,10 +12,14 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from logberg.errors import ConfigError
 from logberg.lakehouse.session import LakehouseConfig, check_bucket, is_s3
+
+if TYPE_CHECKING:
+    from logberg.lakehouse.kafka import TopicUri
 
 log = logging.getLogger(__name__)
 
@@ -78,10 +82,12 @@ def check(
     event_log: EventLogDir | None = None,
     lakehouse: bool = True,
     metastore: bool = True,
+    kafka: TopicUri | None = None,
 ) -> None:
     """One pass: the metastore answers, the warehouse bucket and every input bucket exist,
-    and the event-log prefix exists (or is created). `lakehouse=False`: the prefix only;
-    `metastore=False`: the input buckets and the prefix, not the metastore and warehouse."""
+    the event-log prefix exists (or is created) and the Kafka brokers (`kafka`) answer.
+    `lakehouse=False`: the prefix only; `metastore=False`: the input buckets, the prefix and
+    the brokers, not the metastore and warehouse."""
     if lakehouse:
         if metastore:
             cfg.validate()
@@ -90,6 +96,10 @@ def check(
                 check_bucket(uri, "--input", cfg.s3_endpoint)
     if event_log is not None:
         event_log.check(cfg.s3_endpoint)
+    if kafka is not None:
+        from logberg.lakehouse.kafka import brokers_answer
+
+        brokers_answer(kafka)
 
 
 def wait_ready(
@@ -101,6 +111,7 @@ def wait_ready(
     event_log: EventLogDir | None = None,
     lakehouse: bool = True,
     metastore: bool = True,
+    kafka: TopicUri | None = None,
 ) -> float:
     """Repeat `check` until it passes; returns the seconds waited. Raises the last
     ConfigError, prefixed with how long it waited, once `timeout` has passed."""
@@ -108,7 +119,7 @@ def wait_ready(
     last = ""
     while True:
         try:
-            check(cfg, inputs, event_log, lakehouse, metastore)
+            check(cfg, inputs, event_log, lakehouse, metastore, kafka)
             return clock() - started
         except ConfigError as e:
             waited = clock() - started

@@ -1,13 +1,15 @@
-"""SparkApplications: follow one to its end and say how it ended."""
+"""SparkApplications: follow one to its end and say how it ended, or a stream from a topic
+until it has caught up."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from logberg.errors import ServiceError
+from logberg.errors import ConfigError, ServiceError
 from logberg_platform.k8s.api_client import DONE_STATES, FAILED_STATES, Kube
 
 Say = Callable[[str], None]
@@ -69,3 +71,62 @@ def wait_app(kube: Kube, name: str, timeout: float, say: Say, log_tail: int = 60
         if time.monotonic() - started > timeout:
             raise ServiceError(f"SparkApplication {name}: timed out after {timeout:.0f}s in {line}")
         time.sleep(2.0)
+
+
+# -- a Kafka stream, until it has caught up with its topic ----------------------------------
+DRIVER_CONTAINER = "spark-kubernetes-driver"
+POSITION = "logberg.pipeline.kafka.position"
+
+
+def stream_source(app: dict[str, Any]) -> tuple[str, str | None]:
+    """(`--from` topic URI, `--checkpoint` or None) of an `ingest --from` application."""
+    args = list((app.get("spec") or {}).get("arguments") or [])
+
+    def value(flag: str) -> str | None:
+        return args[args.index(flag) + 1] if flag in args[:-1] else None
+
+    uri = value("--from")
+    if args[:1] != ["ingest"] or uri is None:
+        name = (app.get("metadata") or {}).get("name")
+        raise ConfigError(f"SparkApplication {name}: not a stream from a topic (ingest --from)")
+    return uri, value("--checkpoint")
+
+
+def wait_stream(kube: Kube, name: str, timeout: float, say: Say) -> dict[str, Any]:
+    """Follow an `ingest --from` application until the lakehouse holds all its topic has:
+    its last committed micro-batch ends where the topic ends (jobs/logberg/pipeline/kafka/
+    position.py, run inside the driver pod, which reaches the broker and S3). A restarted
+    driver is followed too (restartPolicy Always); the position is said when it changes."""
+    from logberg_platform.k8s.api_client import exec_capture
+
+    started = time.monotonic()
+    last = ""
+    while True:
+        app = kube.app(name)
+        if app is None:
+            raise ServiceError(f"SparkApplication {name} does not exist in namespace {kube.ns}")
+        uri, checkpoint = stream_source(app)
+        st = AppState.of(app)
+        line = st.line()
+        if st.state == "RUNNING" and st.driver_pod:
+            argv = ["python3", "-m", POSITION, uri, *([checkpoint] if checkpoint else [])]
+            try:
+                rc, out, err = exec_capture(
+                    kube, st.driver_pod, DRIVER_CONTAINER, argv, timeout=120
+                )
+            except Exception as e:  # its container not started yet, or gone
+                rc, out, err = 1, "", f"{type(e).__name__}: the driver does not answer yet"
+            if rc == 0:
+                pos = json.loads(out.strip().splitlines()[-1])
+                line += f"; batch {pos['batch']}, {pos['behind']:,} message(s) behind"
+                if pos["behind"] == 0:
+                    say(f"{name}: {line}: caught up")
+                    return dict(pos)
+            else:
+                line += f"; position unknown ({(err or out).strip().splitlines()[-1:]})"
+        if line != last:
+            say(f"{name}: {line}")
+            last = line
+        if time.monotonic() - started > timeout:
+            raise ServiceError(f"SparkApplication {name}: timed out after {timeout:.0f}s in {line}")
+        time.sleep(5.0)

@@ -4,7 +4,8 @@ In order, each step waiting on what the next one needs, never on a fixed sleep:
 
 1. the images into the node (local cluster: containerd; kind: `kind load`; EKS: a registry);
 2. the namespace and, on dev clusters, the generated Secrets and `charts/logberg-dev`
-   (PostgreSQL and the S3 server; its hook Job makes the bucket);
+   (PostgreSQL, the S3 server and the Kafka broker; its hook Jobs make the bucket and the
+   topic);
 3. the upstream spark-operator chart at the pinned version: its CRDs applied first (Helm
    never upgrades `crds/`), then the release; then its webhooks' CA bundles;
 4. `charts/hive-metastore`, then `helm test` (a real thrift call);
@@ -30,7 +31,7 @@ Say = Callable[[str], None]
 TARGETS = ("local", "kind", "eks")
 DEV_TARGETS = ("local", "kind")
 # Images each target runs (keys of logberg_platform.build.container_images).
-IMAGES = ("spark", "hive-metastore", "spark-operator", "dev-postgres", "dev-s3")
+IMAGES = ("spark", "hive-metastore", "spark-operator", "dev-postgres", "dev-s3", "dev-kafka")
 OPERATOR_RELEASE = "spark-operator"
 # The Secrets a dev cluster's charts read (values-kind.yaml), made here with random values.
 DEV_SECRETS: dict[str, dict[str, Callable[[], str]]] = {
@@ -162,6 +163,7 @@ class Flow:
             *(extra if self.s.target == "local" else []),
             f"--set=postgres.image.tag={self.s.tag('dev-postgres')}",
             f"--set=s3.image.tag={self.s.tag('dev-s3')}",
+            f"--set=kafka.image.tag={self.s.tag('dev-kafka')}",
             f"--set=bucketJob.image.tag={self.s.tag('spark')}",
         )
 

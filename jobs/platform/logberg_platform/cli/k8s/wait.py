@@ -1,4 +1,5 @@
-"""`logberg k8s wait app NAME | job (NAME | --selector S)`: until it finishes."""
+"""`logberg k8s wait app NAME | job (NAME | --selector S) | stream NAME`: until it finishes,
+or (a stream from a topic) until it has caught up."""
 
 from __future__ import annotations
 
@@ -19,6 +20,15 @@ def app(a: argparse.Namespace) -> int:
     kube.require_crd()
     st = wait_app(kube, a.name, a.timeout, say)
     say(f"SparkApplication {a.name}: {st.state} (attempts {st.attempts})")
+    return 0
+
+
+def stream(a: argparse.Namespace) -> int:
+    from logberg_platform.k8s.apps import wait_stream
+
+    kube = target(a)
+    kube.require_crd()
+    wait_stream(kube, a.name, a.timeout, say)
     return 0
 
 
@@ -69,11 +79,22 @@ def rerun_stale(kube: Any, a: argparse.Namespace) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    w = sub.add_parser("wait", help="wait for a SparkApplication or a Job to finish")
+    w = sub.add_parser(
+        "wait", help="wait for a SparkApplication or a Job to finish, or a stream to catch up"
+    )
     kinds = actions(w, dest="kind")
     a = action(kinds, "app", app, "a SparkApplication, until it completes or fails")
     a.add_argument("name", nargs="?", help="the SparkApplication")
     a.add_argument("--timeout", type=float, default=1800.0)
+    s = action(
+        kinds,
+        "stream",
+        stream,
+        "a stream from a topic (ingest --from), until its last committed batch ends where "
+        "the topic ends",
+    )
+    s.add_argument("name", help="the SparkApplication")
+    s.add_argument("--timeout", type=float, default=1800.0)
     j = action(kinds, "job", job, "a Job, or every Job with these labels, until complete")
     j.add_argument("name", nargs="?", help="the Job")
     j.add_argument("--selector", "-l", help="every Job with these labels")
