@@ -5,7 +5,8 @@ Each example is the SparkApplication the chart renders with values-kind.yaml, as
 manifest a person applies with `kubectl -n <namespace> apply -f`: no namespace of its own,
 a fixed `-example` name, the chart's image at the version tag (`make k8s-deploy` loads it
 under that tag too). examples/kafka/ holds the Kafka flow's two: the generator Job producing
-to the dev broker's topic and the stream that reads it (`make k8s-demo K8S_DEMO_SOURCE=kafka`).
+to the dev broker's topic and the stream that reads it (`make k8s-demo K8S_DEMO_SOURCE=kafka`),
+and the stream's lag on a schedule.
 tests/static/test_charts.py and test_kafka_charts.py check that they never drift from the chart.
 
     python charts/render_examples.py [--helm PATH]
@@ -31,6 +32,8 @@ SETS = (
 )
 # The Kafka flow: the stream from the topic and the generator Job producing to it.
 KAFKA_SETS = ("streaming.enabled=true", "streaming.source=kafka", "generator.output=kafka")
+# The stream's lag on a schedule (the example's: every 5 minutes).
+LAG_SETS = (*KAFKA_SETS, "streaming.lagSchedule=*/5 * * * *")
 # checkov skips of the generator Job example, beyond the chart's own (each with its reason).
 EXAMPLE_JOB_SKIPS = {
     "checkov.io/skip7": "CKV_K8S_21=a plain manifest without a namespace: `kubectl -n "
@@ -46,6 +49,9 @@ HEADERS = {
     "kafka/streaming": "Continuous ingest of the dev broker's topic (`ingest --from`): runs until "
     "deleted.",
     "kafka/generate": "Generate demo nginx lines to the dev broker's topic, once (a Job).",
+    "kafka/lag": "The lakehouse's lag behind the dev broker's topic, every 5 minutes, whether the "
+    "stream runs or not\n# (`ingest --from ... --dry-run`, pushed to the Pushgateway: the "
+    "LogbergKafkaLagGrowing alert's input).",
 }
 
 
@@ -82,7 +88,8 @@ def example(doc: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 
 def kafka_examples(helm: str) -> dict[str, dict[str, Any]]:
-    """The Kafka flow's examples: {"kafka/streaming": the stream, "kafka/generate": the Job}."""
+    """The Kafka flow's examples: {"kafka/streaming": the stream, "kafka/generate": the Job,
+    "kafka/lag": the scheduled lag probe}."""
     [stream] = [
         d
         for d in rendered(helm, KAFKA_SETS)
@@ -108,7 +115,24 @@ def kafka_examples(helm: str) -> dict[str, dict[str, Any]]:
         },
         "spec": {**spec, "template": template},
     }
-    return {"kafka/streaming": app, "kafka/generate": generate}
+    [scheduled] = rendered(helm, LAG_SETS, kind="ScheduledSparkApplication")
+    template = copy.deepcopy(scheduled["spec"]["template"])
+    for role in ("driver", "executor"):
+        template[role]["labels"].pop("app.kubernetes.io/instance")
+    lag = {
+        "apiVersion": scheduled["apiVersion"],
+        "kind": "ScheduledSparkApplication",
+        "metadata": {
+            "name": "logberg-streaming-lag-kafka-example",
+            "labels": {
+                "app.kubernetes.io/name": "logberg",
+                "app.kubernetes.io/part-of": "logberg",
+                "app.kubernetes.io/component": "streaming-lag",
+            },
+        },
+        "spec": {**scheduled["spec"], "template": template},
+    }
+    return {"kafka/streaming": app, "kafka/generate": generate, "kafka/lag": lag}
 
 
 def write(name: str, manifest: dict[str, Any]) -> None:

@@ -3,7 +3,11 @@ generator Job producing to a topic of the dev broker, the streaming SparkApplica
 reads it, restartPolicy Always), on a topic of this file's own.
 
 What the stream stores equals the generator's manifest, line for line; its driver pod
-deleted mid-stream, the operator starts another, and nothing is lost or doubled. The rows
+deleted mid-stream, the operator starts another, and nothing is lost or doubled; the
+broker's pod deleted mid-stream, the StatefulSet starts another on the same log (a PVC on
+kind, the node's directory here) and the stream goes on, still exact; the stream stopped
+while the producer goes on, the chart's scheduled lag probe (`ingest --from ... --dry-run`)
+pushes the lag, and Prometheus's LogbergKafkaLagGrowing expression returns the topic. The rows
 of the topic are deleted at the end: the other files count the landing's lines only, so in
 a whole run this file goes after them (conftest's ORDER)."""
 
@@ -12,12 +16,17 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from logberg_platform.k8s.apps import DRIVER_CONTAINER, POSITION
 from tests.cluster.framework import BUCKET, EXAMPLES, Deployed, truth, wait_for
+from tests.cluster.test_cluster_metrics import alert_expr
+from tests.helpers.prometheus import prometheus
+from tests.helpers.waiting import eventually
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -112,6 +121,25 @@ class Stream:
         assert got["rejected"] == want["rejected"], (got, want)
         return want
 
+    def position(self) -> dict[str, Any]:
+        """Where the stream is and where the topic ends (partition -> offset), as `logberg
+        k8s wait stream` reads it inside the driver pod; polled while the driver or the
+        broker is not answering."""
+        found: list[dict[str, Any]] = []
+
+        def read() -> bool:
+            out = self.d.k(
+                "exec", self.driver(), "-c", DRIVER_CONTAINER, "--",
+                "python3", "-m", POSITION, f"kafka:///{self.topic}", check=False,
+            )  # fmt: skip
+            lines = out.strip().splitlines()
+            if lines and lines[-1].startswith("{"):
+                found[:] = [json.loads(lines[-1])]
+            return bool(found)
+
+        wait_for(f"{self.app}'s position", read, timeout=300, every=5)
+        return found[0]
+
     def driver(self) -> str:
         status = self.d.app_status(self.app)
         return str((status.get("driverInfo") or {}).get("podName") or "")
@@ -185,3 +213,99 @@ def test_a_driver_deleted_mid_stream_is_restarted_and_nothing_is_lost_or_doubled
     assert "caught up" in stream.caught_up()
     stream.assert_exact()
     assert len(stream.manifests()) == 2
+
+
+BROKER = "app.kubernetes.io/instance=logberg-dev,app.kubernetes.io/component=kafka"
+
+
+def test_the_broker_deleted_mid_stream_comes_back_with_its_log_and_nothing_is_lost(
+    stream: Stream,
+) -> None:
+    stream.produce(
+        303, "--num-files", "3", "--lines-per-file", "6000", "--start-date", "2025-02-05",
+        "--end-date", "2025-02-06", "--malformed-rate", "0.005",
+    )  # fmt: skip
+    ends = stream.position()["ends"]
+    assert sum(ends.values()) > 0, ends
+    [pod] = stream.d.obj("pods", "-l", BROKER)["items"]
+    old = pod["metadata"]["uid"]
+    # While the stream takes the new messages in.
+    stream.d.k("delete", "pod", pod["metadata"]["name"], "--wait=false")
+
+    def back() -> bool:  # another pod of the StatefulSet, ready
+        pods = stream.d.obj("pods", "-l", BROKER)["items"]
+        return any(
+            p["metadata"]["uid"] != old
+            and any(
+                c["type"] == "Ready" and c["status"] == "True"
+                for c in p["status"].get("conditions", [])
+            )
+            for p in pods
+        )
+
+    took = wait_for("the broker to be started again and ready", back, timeout=600)
+    print(f"\nbroker pod {pod['metadata']['name']} deleted; another ready after {took:.0f}s")
+    assert "caught up" in stream.caught_up()
+    # The new broker serves the same log: every partition ends where it did.
+    assert stream.position()["ends"] == ends
+    stream.assert_exact()
+    assert len(stream.manifests()) == 3
+
+
+def lag_probe(name: str, topic: str) -> dict[str, Any]:
+    """The lag example (a ScheduledSparkApplication of `ingest --from ... --dry-run`), for
+    `topic`, every 30 s instead of 5 minutes."""
+    probe = yaml.safe_load((KAFKA_EXAMPLES / "lag.yaml").read_text())
+    probe["metadata"]["name"] = name
+    spec = probe["spec"]
+    assert spec["template"]["arguments"] == [
+        "ingest",
+        "--from",
+        "kafka:///access-logs",
+        "--dry-run",
+    ]
+    spec["template"]["arguments"][2] = f"kafka:///{topic}"
+    spec["schedule"] = "@every 30s"
+    return dict(probe)
+
+
+def test_a_stopped_streams_lag_is_pushed_on_schedule_and_its_alert_returns_the_topic(
+    stream: Stream, tmp_path: Path
+) -> None:
+    lag = f'logberg_kafka_consumer_lag{{job="logberg_kafka_ingest",topic="{stream.topic}"}}'
+    alert = alert_expr("LogbergKafkaLagGrowing")
+
+    def alerting() -> list[dict[str, Any]]:
+        return [s for s in prom.query(alert) if s["metric"].get("topic") == stream.topic]
+
+    probe = f"kafka-lag-{stream.topic}"[:52]
+    with prometheus(tmp_path, stream.d.gateway) as prom:
+        # The stream's own last push, caught up: under the alert's threshold, no series.
+        assert prom.value(f"sum({lag})") < 10000
+        assert alerting() == []
+        stored = stream.counts()
+        stream.d.delete_app(stream.app)  # stopped; the producer goes on
+        stream.d.k("apply", "-f", "-", stdin=json.dumps(lag_probe(probe, stream.topic)))
+        try:
+            made = stream.produce(
+                304, "--num-files", "2", "--lines-per-file", "6000", "--start-date",
+                "2025-02-06", "--end-date", "2025-02-07", "--malformed-rate", "0.005",
+            )  # fmt: skip
+            lines = made["totals"]["lines"]
+            assert lines > 10000, made["totals"]  # over values.yaml's kafkaLagMessages
+            # A run of the probe after the producer: the lag is every message it sent.
+            eventually(
+                f"{lag} to count the {lines} new messages",
+                lambda: prom.query(f"sum({lag}) == {lines}"),
+                timeout=600,
+                every=2,
+            )
+            [fired] = eventually("the lag alert's series", alerting, timeout=120, every=2)
+            assert float(fired["value"][1]) == lines, fired
+            runs = stream.d.obj("scheduledsparkapplication", probe)["status"]
+            assert runs.get("lastRunName"), runs
+        finally:
+            stream.d.k("delete", "scheduledsparkapplication", probe, "--ignore-not-found",
+                       "--cascade=foreground", "--wait", "--timeout=300s")  # fmt: skip
+    # The probe is a dry run: it wrote nothing.
+    assert stream.counts() == stored

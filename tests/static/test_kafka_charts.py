@@ -44,13 +44,22 @@ def test_the_dev_broker_is_a_hardened_statefulset_ready_by_a_kafka_call() -> Non
     assert env["KAFKA_ADVERTISED_HOST"] == "logberg-dev-kafka.logberg.svc"
     mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
     assert mounts == {"/var/lib/kafka": "data", "/tmp": "tmp"}
-    # kind: a PersistentVolumeClaim per broker; the local cluster (no provisioner): an emptyDir.
+    # kind: a PersistentVolumeClaim per broker; the local cluster (no provisioner): the
+    # node's directory the deploy makes, else an emptyDir.
     [claim] = spec["volumeClaimTemplates"]
     assert claim["metadata"]["name"] == "data" and claim["spec"]["resources"]["requests"]
     local = broker(("values-local.yaml",))["spec"]
     assert "volumeClaimTemplates" not in local
     volumes = local["template"]["spec"]["volumes"]
     assert {"name": "data", "emptyDir": {"sizeLimit": "5Gi"}} in volumes
+    on_node = one(
+        docs("logberg-dev", ("values-local.yaml",), ("kafka.persistence.hostPath=/srv/kafka",)),
+        "StatefulSet",
+        "-kafka",
+    )["spec"]
+    assert "volumeClaimTemplates" not in on_node
+    [data] = [v for v in on_node["template"]["spec"]["volumes"] if v["name"] == "data"]
+    assert data == {"name": "data", "hostPath": {"path": "/srv/kafka", "type": "Directory"}}
     svc = one(docs("logberg-dev"), "Service", "-kafka")
     assert svc["spec"]["ports"] == [{"name": "kafka", "port": 9092, "targetPort": "kafka"}]
     assert not [d for d in docs("logberg-dev", (), ("kafka.enabled=false",)) if "kafka" in str(d)]
@@ -181,3 +190,30 @@ def test_the_kafka_examples_are_what_the_chart_renders() -> None:
     job = expected["kafka/generate"]
     assert "app.kubernetes.io/instance" not in job["spec"]["template"]["metadata"]["labels"]
     assert expected["kafka/streaming"]["metadata"]["name"] == "logberg-streaming-kafka-example"
+
+
+def test_the_lag_probe_is_a_scheduled_dry_run_of_the_stream_even_while_it_is_off() -> None:
+    lag = ("streaming.source=kafka", "streaming.lagSchedule=*/5 * * * *")
+    items = docs("logberg", KIND, lag)  # streaming.enabled=false: the stream stopped
+    assert not [d for d in items if d["kind"] == "SparkApplication"]
+    [probe] = [d for d in items if d["kind"] == "ScheduledSparkApplication"]
+    assert probe["metadata"]["name"] == "logberg-streaming-lag"
+    spec = probe["spec"]
+    assert (spec["schedule"], spec["concurrencyPolicy"]) == ("*/5 * * * *", "Forbid")
+    app = spec["template"]
+    assert app["arguments"] == ["ingest", "--from", "kafka:///access-logs", "--dry-run"]
+    assert app["restartPolicy"] == {"type": "Never"}
+    for role in ("driver", "executor"):
+        assert app[role]["labels"]["logberg.io/kafka-client"] == "true", app[role]["labels"]
+    env = {e["name"]: e.get("value") for e in app["driver"]["env"]}
+    assert env["LOGBERG_KAFKA_BOOTSTRAP"] == "logberg-dev-kafka:9092"
+    # Its checkpoint is the stream's (streaming.checkpoint), whose lag it reads.
+    at = docs("logberg", KIND, (*lag, "streaming.checkpoint=s3a://warehouse/_checkpoints/x"))
+    [probe] = [d for d in at if d["kind"] == "ScheduledSparkApplication"]
+    assert probe["spec"]["template"]["arguments"][3:] == [
+        "--checkpoint", "s3a://warehouse/_checkpoints/x", "--dry-run",
+    ]  # fmt: skip
+    # No schedule, or a stream of files: no probe.
+    for sets in (("streaming.source=kafka",), ("streaming.lagSchedule=*/5 * * * *",)):
+        found = [d for d in docs("logberg", KIND, sets) if d["kind"] == "ScheduledSparkApplication"]
+        assert not [d for d in found if "lag" in d["metadata"]["name"]], sets

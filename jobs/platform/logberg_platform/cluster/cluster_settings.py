@@ -172,6 +172,13 @@ class ClusterSettings:
         return self.home / "kubelet"
 
     @property
+    def volumes(self) -> Path:
+        """The node's directories for dev data that outlive a pod (hostPath volumes; the
+        cluster has no provisioner): made by the deploy, kept by `down` as etcd's data is,
+        removed with the home (`down --purge`)."""
+        return self.home / "volumes"
+
+    @property
     def host_record(self) -> Path:
         """What `up` changed on the host (sysctls, chains, links), for `down` to undo."""
         return self.home / "host-record.json"

@@ -17,6 +17,7 @@ No secret value is printed or passed on a command line.
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
@@ -61,6 +62,7 @@ class DeploySettings:
     values: Mapping[str, Sequence[Path]] = field(default_factory=dict)  # release -> files
     timeout: float = 900.0
     metastore_namespace: str = ""  # empty: `namespace` (EKS keeps the metastore apart)
+    node_volumes: Path | None = None  # local: the node's directory for dev data (hostPath)
 
     def __post_init__(self) -> None:
         if self.target not in TARGETS:
@@ -153,9 +155,29 @@ class Flow:
             made = self.kube.ensure_secret(name, data)
             self.say(f"secret {name}: {'created (random values)' if made else 'exists (kept)'}")
 
+    def node_volume(self, name: str, uid: int) -> Path:
+        """A directory of the node's for one dev backend's data, owned by the uid its pod
+        runs as (a hostPath volume gets no fsGroup): kept over the pod and the cluster's
+        restarts, as a PVC is."""
+        assert self.s.node_volumes is not None
+        path = self.s.node_volumes / self.s.namespace / name
+        path.mkdir(parents=True, exist_ok=True)
+        if path.stat().st_uid != uid:
+            try:
+                os.chown(path, uid, uid)
+            except PermissionError as e:
+                raise ConfigError(
+                    f"LOGBERG_CLUSTER_HOME: {path} must be owned by uid {uid} "
+                    f"(run the deploy as root, as the local cluster is): {e}"
+                ) from e
+        path.chmod(0o700)
+        return path
+
     def dev_backends(self) -> None:
         charts = self.s.repo / "charts"
         extra = ["--values=" + str(charts / "logberg-dev" / "values-local.yaml")]
+        if self.s.node_volumes is not None:
+            extra.append(f"--set=kafka.persistence.hostPath={self.node_volume('kafka', 1000)}")
         self.release(
             "logberg-dev",
             charts / "logberg-dev",

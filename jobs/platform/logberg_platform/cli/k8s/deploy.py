@@ -34,6 +34,7 @@ def run(a: argparse.Namespace) -> int:
     from logberg.versions import pins
     from logberg_platform.build import container_images as images
     from logberg_platform.build import tools
+    from logberg_platform.cluster.cluster_settings import ClusterSettings
     from logberg_platform.k8s import deploy
     from logberg_platform.local_settings import LocalSettings
 
@@ -46,6 +47,7 @@ def run(a: argparse.Namespace) -> int:
         operator_chart_version=pins().spark_operator_chart,
         images=images_given(a.image),
         values=values_given(a.values),
+        node_volumes=ClusterSettings.from_env().volumes if a.target == "local" else None,
     )
     version = images.logberg_version()
     if a.target == "local":
