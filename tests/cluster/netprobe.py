@@ -12,9 +12,10 @@ from typing import Any
 
 from tests.cluster.framework import Deployed, wait_until
 
-# Standard library only. One line per target: "<name> answer ..." or "<name> refused ...".
+# Standard library only. One line per target: "<name> answer ..." or "<name> refused ...",
+# the targets probed at once.
 PROBE = r"""
-import socket, struct, sys
+import socket, struct, sys, threading  # python3-minimal: threading, no concurrent.futures
 
 def thrift(host, port):
     name = b"get_all_databases"  # binary protocol, strict CALL, no arguments
@@ -73,12 +74,24 @@ def listen(host, port):
     with socket.create_connection((host, port), timeout=5) as s:
         return s.recv(256).decode().strip()
 
-for target in sys.argv[1:]:
+def one(target):
     kind, host, port = target.split(":")
     try:
-        print(kind, "answer", globals()[kind](host, int(port)), flush=True)
+        return f"{kind} answer {globals()[kind](host, int(port))}"
     except Exception as e:
-        print(kind, "refused", type(e).__name__, e, flush=True)
+        return f"{kind} refused {type(e).__name__} {e}"
+
+# All at once: a refused target waits out its 5 s timeout beside the others, not after them.
+lines = [None] * (len(sys.argv) - 1)
+def run(i, target):
+    lines[i] = one(target)
+threads = [threading.Thread(target=run, args=(i, t)) for i, t in enumerate(sys.argv[1:])]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+for line in lines:
+    print(line, flush=True)
 """
 
 

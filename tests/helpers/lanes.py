@@ -101,11 +101,11 @@ class Lane:
 # 2782 s with all of test_spark_modes.py (418 s), local 2440 s; that file is now two, the
 # same tables in both modes here (test_spark_modes.py) and the server's sessions, output
 # and settings (test_connect_server.py) in the local lane. d66c089's cold run (2026-12-02):
-# cluster lane 3919 s, local 4156 s; test_log_format_tables.py (163 s) moves too.
-MOVED = (
-    "tests/integration/test_spark_modes.py",
-    "tests/integration/test_log_format_tables.py",
-)
+# cluster lane 3919 s, local 4156 s; test_log_format_tables.py (163 s) moved too. f9795fd's
+# warm run (Kafka in the cluster): cluster lane 2617 s, local 2277 s, and the cluster tier
+# grew again (the broker's restart and the lag probe): test_log_format_tables.py (55 s
+# warm) is back in the local lane.
+MOVED = ("tests/integration/test_spark_modes.py",)
 # The only test of the MinIO that `make eks-minio` builds (cold: 5 min of Go).
 EKS = "tests/integration/test_eks_s3_policies.py"
 LANES = (
