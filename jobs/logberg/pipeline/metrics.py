@@ -362,10 +362,16 @@ def kafka_metrics(result: KafkaBatchResult, now: float) -> list[Metric]:
 
 
 def push_kafka(url: str | None, topic: str, result: KafkaBatchResult) -> None:
-    """A micro-batch's figures, in a group of the topic's own."""
+    """A micro-batch's figures, in a group of the topic's own. A batch whose lag could not
+    be measured (the broker away for a moment) keeps the last measured lag and its time in
+    the group: replacing the whole group would drop the lag series the alert reads."""
     if url is not None:
         push(
-            url, "logberg_kafka_ingest", kafka_metrics(result, time.time()), group={"topic": topic}
+            url,
+            "logberg_kafka_ingest",
+            kafka_metrics(result, time.time()),
+            whole_group=bool(result.lag),
+            group={"topic": topic},
         )
 
 
