@@ -299,17 +299,20 @@ def test_spark_image_compiles_the_line_parser_with_a_jdk(tmp_path: Path) -> None
     ins = instructions(SPARK)
     build = next(i for i in ins if "python3 -m logberg_platform.build.jvm /parser" in i)
     assert "JAVA_HOME=/opt/java" in build and "ln -s /opt/spark/jars/* /deps/* /parser/" in build
-    assert "COPY --from=jars /jars/ /deps/" in ins  # ua-parser's and Kafka's, compiled against
+    # Only the two jars the sources import besides Spark's: ua-parser's and Kafka's clients.
+    deps = "COPY --from=jars /jars/uap-java-*.jar /jars/kafka-clients-*.jar /deps/"
+    assert deps in ins
     assert any("jdk-headless" in i for i in ins)
     assert "COPY --from=parser /parser/logberg-parser.jar /opt/spark/jars/" in ins
-    # The same command, here: Spark's jars in a folder, the parser jar built beside them.
+    # The same command, here: Spark's jars and those two in a folder, the parser jar built
+    # beside them.
     import pyspark
 
     tools = LocalSettings.from_env().tools
     for jar in [
         *(Path(pyspark.__file__).parent / "jars").glob("*.jar"),
         *agent_jars(tools),
-        *jar_dir(tools, "kafka").glob("*.jar"),
+        *jar_dir(tools, "kafka").glob("kafka-clients-*.jar"),
     ]:
         (tmp_path / jar.name).symlink_to(jar)
     context = tmp_path / "context"
