@@ -244,7 +244,10 @@ def test_python_modules_are_named_in_one_variable_each(tmp_path: Path) -> None:
         home=tmp_path,
     ).stdout
     assert "logberg_platform" not in out and "tests.helpers" not in out
-    assert out.count("bin/logberg images") == 3  # images, test-images, eks-push
+    # images, test-images, eks-push; make's containers.conf recipe is there only while that
+    # file is missing (a checkout whose podman configuration was never written).
+    calls = [line for line in out.splitlines() if "bin/logberg images" in line]
+    assert len([line for line in calls if " containers-conf " not in line]) == 3
     assert "-m renamed.browser " in out and "-m renamed_bench" in out
     assert "-m renamed.browser --history docs/pages/img/history-server.png" in out
 
