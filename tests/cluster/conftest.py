@@ -45,36 +45,9 @@ from tests.cluster.framework import (
     node_why_not,
     take_down,
 )
+from tests.cluster.order import ORDER
 from tests.conftest import REPO, TEST_JAVA_OPTIONS
 from tests.helpers.prometheus import pushgateway
-
-# The files in the order of the story they were cut from; each one runs alone too.
-ORDER = (
-    "test_cluster_node",
-    "test_cluster_dns",
-    "test_cluster_workloads",
-    "test_cluster_network",
-    "test_cluster_network_policy",
-    "test_cluster_webhook",
-    "test_cluster_operator_missing",
-    "test_cluster_down",  # takes the bare cluster down: last of it
-    "test_demo",
-    "test_network_policies",
-    "test_history_server",
-    "test_cluster_metrics",
-    "test_report_job",
-    "test_hardening",
-    "test_faults",
-    "test_schedule",
-    "test_rotation",
-    "test_upgrade",
-    "test_submit",
-    "test_spark_connect",
-    "test_doctor_k8s",
-    "test_kafka_stream",  # rows beside the landing's: after the files that count those
-    "test_demo_again",  # empties the dev S3 store
-    "test_uninstall",  # uninstalls: last of all
-)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -57,6 +57,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.cluster import order as cluster_order
+
 REPO = Path(__file__).resolve().parents[2]
 NICE = 5
 NO_TESTS = 5  # pytest's exit code when a selection (say -m static) has no tests
@@ -108,25 +110,11 @@ class Lane:
 # grew again (the broker's restart and the lag probe): test_log_format_tables.py (55 s
 # warm) is back in the local lane.
 MOVED = ("tests/integration/test_spark_modes.py",)
-# The bare cluster's files (tests/cluster/conftest.py ORDER, up to test_cluster_down, and the
-# host record's namespaced scenario): no test of theirs takes `deployed`, and none needs what
-# `make setup` makes, so they run first, while the local lane makes it, instead of waiting
-# for it (60e3bc5's warm run: a 93 s wait, this pytest's ~100 s). The deployment, which
-# failed once beside `setup` (1fb4e3c, above), still starts after it.
-BARE = tuple(
-    f"tests/cluster/{name}.py"
-    for name in (
-        "test_cluster_node",
-        "test_cluster_dns",
-        "test_cluster_workloads",
-        "test_cluster_network",
-        "test_cluster_network_policy",
-        "test_cluster_webhook",
-        "test_cluster_operator_missing",
-        "test_host_record",
-        "test_cluster_down",
-    )
-)
+# The bare cluster's files (tests/cluster/order.py BARE): no test of theirs takes `deployed`,
+# and none needs what `make setup` makes, so they run first, while the local lane makes it,
+# instead of waiting for it (60e3bc5's warm run: a 93 s wait, this pytest's ~100 s). The
+# deployment, which failed once beside `setup` (1fb4e3c, above), still starts after it.
+BARE = tuple(f"tests/cluster/{name}.py" for name in cluster_order.BARE)
 # The only test of the MinIO that `make eks-minio` builds (cold: 5 min of Go).
 EKS = "tests/integration/test_eks_s3_policies.py"
 LANES = (
