@@ -68,7 +68,7 @@ def run(a: argparse.Namespace) -> int:
     from logberg.pipeline.analytics import analytics
 
     cfg = analytics_config(a)  # a wrong option fails before Spark starts
-    gateway = metrics.gateway()  # so does a wrong LOGBERG_PUSHGATEWAY
+    gateway = metrics.gateway()  # so does a LOGBERG_PUSHGATEWAY that is not a URL
     spark = session("logberg-analytics")
     result = analytics(spark, cfg)
     print(result.summary(), flush=True)

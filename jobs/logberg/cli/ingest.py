@@ -157,7 +157,7 @@ def run(a: argparse.Namespace) -> int:
     cfg = ingest_config(a, follow_config(a))
     if a.dry_run and cfg.follow is not None:
         raise ConfigError("--dry-run lists what a batch ingest would read: not with --follow")
-    gateway = metrics.gateway()  # a wrong LOGBERG_PUSHGATEWAY fails before Spark starts
+    gateway = metrics.gateway()  # a non-URL LOGBERG_PUSHGATEWAY fails before Spark
     if a.dry_run:
         return dry_run(session("logberg-ingest"), cfg, gateway)
     if cfg.follow is None:

@@ -102,7 +102,7 @@ def run(a: argparse.Namespace) -> int:
     from logberg.pipeline import metrics
 
     cfg = kafka_config(a)
-    gateway = metrics.gateway()  # a wrong LOGBERG_PUSHGATEWAY fails before Spark starts
+    gateway = metrics.gateway()  # a non-URL LOGBERG_PUSHGATEWAY fails before Spark
     partitions = kafka.partitions(cfg.source)  # so do a wrong broker and a missing topic
     if a.dry_run:
         return lag(session("logberg-ingest"), cfg, partitions, gateway)

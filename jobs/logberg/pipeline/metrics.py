@@ -6,20 +6,28 @@ LOGBERG_METRICS_INSTANCE is set) until the next one replaces it, and Prometheus 
 the Pushgateway (`honor_labels: true`). Every value is the last run's, as a gauge; the
 `*_last_success_timestamp_seconds` gauges give alerts the time since the last good run.
 
-LOGBERG_PUSHGATEWAY (http://host:port) turns pushing on; it is checked before Spark starts
-(a wrong URL or a gateway that does not answer names the setting). A push that fails after
-the run has committed is logged as an error: the tables are right, and the missing push
-shows in the alerts (no recent success).
+LOGBERG_PUSHGATEWAY (http://host:port) turns pushing on. A value that is not an http(s) URL
+is wrong configuration, named before Spark starts. A gateway that does not answer is an
+outage, not wrong configuration: metrics are an observation and never decide whether data
+lands. So a push that fails (refused, timed out after PUSH_TIMEOUT_S, an HTTP error) is a
+warning on stderr that names the gateway and the error, said once per outage, not once per
+batch; the job goes on and its exit code does not change. During an outage the pushes of
+the next RETRY_AFTER_S are skipped (a hung gateway costs a stream one timeout per
+RETRY_AFTER_S, not one per batch); the first push that gets through carries the current
+values and `logberg_metrics_failed_pushes`, the group's pushes that failed or were skipped
+since the process started, which shows the gap.
 """
 
 from __future__ import annotations
 
+import http.client
 import logging
 import os
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import quote, urlparse
@@ -42,6 +50,10 @@ log = logging.getLogger(__name__)
 GATEWAY_ENV = "LOGBERG_PUSHGATEWAY"
 INSTANCE_ENV = "LOGBERG_METRICS_INSTANCE"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# A push waits this long for the gateway at most (connecting, and each read of its answer).
+PUSH_TIMEOUT_S = 5.0
+# After a failed push, the pushes of this many seconds are skipped, not tried.
+RETRY_AFTER_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -201,8 +213,9 @@ def analytics_metrics(
 
 
 def gateway() -> str | None:
-    """LOGBERG_PUSHGATEWAY, checked: None when unset; a wrong URL or a gateway that does not
-    answer is an error naming the setting (before the job starts)."""
+    """LOGBERG_PUSHGATEWAY, checked before the job starts: None when unset; a value that is
+    not an http(s) URL is an error naming the setting. Whether the gateway answers is not
+    checked here: an outage is the first push's warning, never a reason to stop."""
     url = os.environ.get(GATEWAY_ENV, "").strip().rstrip("/")
     if not url:
         return None
@@ -210,42 +223,117 @@ def gateway() -> str | None:
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         raise ConfigError(f"{GATEWAY_ENV}={url!r}: expected http://host:port")
     try:
-        with urllib.request.urlopen(f"{url}/-/ready", timeout=10) as r:
-            r.read()
-    except (urllib.error.URLError, OSError) as e:
-        raise ConfigError(f"{GATEWAY_ENV}={url}: the Pushgateway does not answer ({e})") from e
+        _ = parsed.port  # a port that is not a number raises
+    except ValueError as e:
+        raise ConfigError(f"{GATEWAY_ENV}={url!r}: expected http://host:port ({e})") from None
     return url
 
 
-def push(
-    url: str,
-    job: str,
-    metrics: Iterable[Metric],
-    whole_group: bool = True,
-    group: Mapping[str, str] | None = None,
-) -> None:
-    """Replace the group `job` (and LOGBERG_METRICS_INSTANCE, and `group`'s labels) on the
-    gateway with `metrics` (`whole_group` False: only the gauges of these names, the rest of
-    the group stays); a failure is logged, not raised (the run has committed)."""
-    where = f"{url}/metrics/job/{quote(job, safe='')}"
+@dataclass
+class _Outage:
+    """A gateway's pushes failing, in this process: since when, and when to try again."""
+
+    started: float  # time.monotonic()
+    retry_at: float
+
+
+# This process's view of each gateway (by URL) and of each group's failed pushes (by path).
+_outages: dict[str, _Outage] = {}
+_failed: Counter[str] = Counter()
+Metrics = Iterable[Metric] | Callable[[], Iterable[Metric]]
+
+
+def failed_pushes(job: str, group: Mapping[str, str] | None = None) -> int:
+    """The group's pushes that failed or were skipped in this process."""
+    return _failed[_group_path(job, group)]
+
+
+def _group_path(job: str, group: Mapping[str, str] | None) -> str:
+    where = f"/metrics/job/{quote(job, safe='')}"
     instance = os.environ.get(INSTANCE_ENV)
     if instance:
         where += f"/instance/{quote(instance, safe='')}"
     for k, v in (group or {}).items():
         where += f"/{quote(k, safe='')}/{quote(v, safe='')}"
-    body = exposition(metrics).encode()
+    return where
+
+
+def push(
+    url: str,
+    job: str,
+    metrics: Metrics,
+    whole_group: bool = True,
+    group: Mapping[str, str] | None = None,
+) -> bool:
+    """Replace the group `job` (and LOGBERG_METRICS_INSTANCE, and `group`'s labels) on the
+    gateway with `metrics` (`whole_group` False: only the gauges of these names, the rest of
+    the group stays); `metrics` may be a function that makes them, called only when the
+    push is tried. Best effort: True when the gateway took it; a failure is a warning (the
+    first of an outage) and is counted, never raised."""
+    path = _group_path(job, group)
+    outage = _outages.get(url)
+    if outage is not None and time.monotonic() < outage.retry_at:
+        _failed[path] += 1
+        log.debug("metrics: the push of %s to %s skipped: the gateway is out", job, url)
+        return False
+    made = list(metrics() if callable(metrics) else metrics)
+    made.append(
+        gauge(
+            "logberg_metrics_failed_pushes",
+            "Pushes of this group that failed or were skipped (the Pushgateway out) since "
+            "the process that pushes it started: a gap in the other series.",
+            ({}, _failed[path]),
+        )
+    )
     req = urllib.request.Request(
-        where,
-        data=body,
+        url + path,
+        data=exposition(made).encode(),
         method="PUT" if whole_group else "POST",
         headers={"Content-Type": CONTENT_TYPE},
     )
     try:
-        with urllib.request.urlopen(req, timeout=30) as r:
+        with urllib.request.urlopen(req, timeout=PUSH_TIMEOUT_S) as r:
             r.read()
-        log.info("metrics: pushed %s to %s", job, url)
-    except (urllib.error.URLError, OSError) as e:
-        log.error("metrics: the push of %s to %s failed: %s", job, where, e)
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
+        _failed[path] += 1
+        now = time.monotonic()
+        if outage is None:
+            _outages[url] = _Outage(now, now + RETRY_AFTER_S)
+            log.warning(
+                "metrics: the Pushgateway at %s (%s) did not take the push of %s: %s. The job "
+                "goes on; pushes are skipped for %.0f s at a time until one gets through "
+                "(said once an outage)",
+                url,
+                GATEWAY_ENV,
+                job,
+                _reason(e),
+                RETRY_AFTER_S,
+            )
+        else:
+            outage.retry_at = now + RETRY_AFTER_S
+            log.debug("metrics: the push of %s to %s failed again: %s", job, url, _reason(e))
+        return False
+    if outage is not None:
+        del _outages[url]
+        log.warning(
+            "metrics: the Pushgateway at %s takes pushes again, after %.0f s (%s of %s failed "
+            "or skipped in this process)",
+            url,
+            time.monotonic() - outage.started,
+            _failed[path],
+            job,
+        )
+    log.info("metrics: pushed %s to %s", job, url)
+    return True
+
+
+def _reason(e: BaseException) -> str:
+    """An error's own words: a refusal, a timeout, or the gateway's HTTP status."""
+    if isinstance(e, urllib.error.HTTPError):
+        return f"HTTP {e.code} {e.reason}"
+    if isinstance(e, urllib.error.URLError):
+        return str(e.reason)
+    return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
 
 
 def rejected_by_reason(spark: SparkSession, run_id: str) -> dict[str, int]:
@@ -298,11 +386,14 @@ def push_ingest(
     pushing)."""
     if url is None:
         return
-    reasons = rejected_by_reason(spark, result.run_id) if result.total.rejected else {}
-    metrics = ingest_metrics(
-        result, reasons, newest_file(spark), time.time(), waiting_files(spark, cfg)
-    )
-    push(url, "logberg_ingest", metrics)
+
+    def made() -> list[Metric]:
+        reasons = rejected_by_reason(spark, result.run_id) if result.total.rejected else {}
+        return ingest_metrics(
+            result, reasons, newest_file(spark), time.time(), waiting_files(spark, cfg)
+        )
+
+    push(url, "logberg_ingest", made)
 
 
 def push_pending(url: str | None, waiting: Sequence[float]) -> None:
@@ -394,5 +485,8 @@ def push_analytics(url: str | None, spark: SparkSession, result: AnalyticsResult
         return
     from logberg.lakehouse.schema import DATABASE
 
-    rows = table_rows(spark, [f"{DATABASE}.{t}" for t in result.tables])
-    push(url, "logberg_analytics", analytics_metrics(result, rows, time.time()))
+    def made() -> list[Metric]:
+        rows = table_rows(spark, [f"{DATABASE}.{t}" for t in result.tables])
+        return analytics_metrics(result, rows, time.time())
+
+    push(url, "logberg_analytics", made)
