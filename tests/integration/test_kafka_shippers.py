@@ -193,6 +193,20 @@ def test_list_shows_the_topics_and_not_kafkas_own(broker: str) -> None:
     assert not [name for name in found if name.startswith("__")]
 
 
+def test_describe_without_a_metastore_says_so_and_shows_the_end_offsets(broker: str) -> None:
+    assert topics(broker, "create", "t-alone").returncode == 0
+    r = run_logberg(
+        ["kafka", "topics", "describe", "t-alone", "--bootstrap", broker, "--format", "jsonl"],
+        env={"LOGBERG_METASTORE_URI": f"thrift://127.0.0.1:{free_port()}"},
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert [json.loads(line) for line in r.stdout.splitlines()] == [
+        {"partition": 0, "leader": 1, "replicas": "1", "in_sync": "1", "end_offset": 0}
+    ]
+    assert "the lakehouse's metastore does not answer" in r.stderr
+    assert "end offsets only" in r.stderr
+
+
 def test_describe_names_a_topic_the_broker_does_not_have(broker: str) -> None:
     r = topics(broker, "describe", "t-nowhere")
     assert r.returncode == 2

@@ -90,6 +90,13 @@ def committed(topic: str) -> tuple[dict[int, int] | None, str]:
         return lakehouse_offsets(session("logberg-kafka-topics"), topic), ""
     except (ConfigError, ServiceError) as e:
         return None, f"the lakehouse cannot be read ({e})"
+    except Exception as e:
+        from logberg.lakehouse.connect import server_failure
+
+        failed = server_failure(e)  # the Spark Connect server, not the query
+        if failed is None:
+            raise
+        return None, f"the lakehouse cannot be read ({failed})"
 
 
 def describe(a: argparse.Namespace) -> int:
