@@ -30,6 +30,7 @@ RUNTIME = (
     "wait_ready",
     "generate",
     "ingest",
+    "kafka",
     "analytics",
     "run",
     "maintain",

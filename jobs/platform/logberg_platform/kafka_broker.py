@@ -7,7 +7,8 @@ there); it listens on 127.0.0.1 only, the client port LOGBERG_KAFKA_PORT (defaul
 and a controller port chosen free at each start. It is ready when a real client call
 answers (the cluster's metadata, with confluent-kafka). Topics are never created by a
 client's request (`auto.create.topics.enable=false`): a topic that does not exist is an
-error naming it, not an empty topic made on the fly.
+error naming it, not an empty topic made on the fly. Topics are made on purpose, by
+`logberg kafka topics create` or `logberg local up --kafka --topic NAME[:PARTITIONS]`.
 
 Files under $LOGBERG_HOME: kafka/ (the conf, the cluster id, the data), run/kafka.pid,
 run/kafka.json (the port it listens on) and logs/kafka.log.
@@ -23,11 +24,15 @@ import time
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from logberg.errors import ConfigError, ServiceError
 from logberg_platform import setup_artifacts
 from logberg_platform.local_settings import LocalSettings, int_env, java_home, java_options
 from logberg_platform.supervisor import Supervised, free_port, port_open, wait_for_port
+
+if TYPE_CHECKING:
+    from logberg.lakehouse.kafka_admin import TopicSpec
 
 PORT_ENV = "LOGBERG_KAFKA_PORT"
 DEFAULT_PORT = 9092
@@ -222,6 +227,19 @@ def answers(bootstrap: str, timeout: float = 5.0) -> bool:
     from logberg.lakehouse.kafka import cluster_answers
 
     return cluster_answers(bootstrap, timeout)
+
+
+def make_topic(bootstrap: str, spec: TopicSpec) -> str:
+    """The topic on this broker, made unless it exists as asked (`local up --topic`); the
+    line to print."""
+    from logberg.lakehouse.kafka import TopicUri
+    from logberg.lakehouse.kafka_admin import ensure
+
+    made, info = ensure(TopicUri(bootstrap, spec.name, spec.setting), spec)
+    return (
+        f"topic     {info.name}  ({len(info.partitions)} partition(s), "
+        f"{'made' if made else 'exists'})"
+    )
 
 
 def stop(s: LocalSettings) -> bool:

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
     from pyspark.sql import SparkSession
 
+    from logberg.lakehouse.kafka_admin import TopicSpec
+
 
 log = logging.getLogger("logberg.spark")
 
@@ -57,11 +59,12 @@ def up(
     with_connect: bool = True,
     with_history: bool = False,
     with_kafka: bool = False,
+    topics: tuple[TopicSpec, ...] = (),
 ) -> list[str]:
     """Start what is not running yet; returns lines to print. `with_connect`: also the
     Spark Connect server (connect_server), once the metastore answers. `with_history`:
     also Spark's History Server over this home's event logs (history). `with_kafka`: also
-    a Kafka broker (kafka_broker)."""
+    a Kafka broker (kafka_broker), and `topics` on it (made unless they exist as asked)."""
     if with_connect:
         connect_server.check_port(s)  # a wrong port fails before anything starts
     if with_history:
@@ -90,7 +93,9 @@ def up(
     if with_history:
         lines.append(f"history   {history.start(s).url}  (Spark History Server)")
     if with_kafka:
-        lines.append(f"kafka     {kafka_broker.start(s).bootstrap}  (Kafka broker, KRaft)")
+        bootstrap = kafka_broker.start(s).bootstrap
+        lines.append(f"kafka     {bootstrap}  (Kafka broker, KRaft)")
+        lines += [kafka_broker.make_topic(bootstrap, spec) for spec in topics]
     lines.append(f"home      {s.home}")
     return lines
 

@@ -8,9 +8,14 @@ from logberg.cli.command import Command, action, actions
 
 
 def up(a: argparse.Namespace) -> int:
+    from logberg.errors import ConfigError
+    from logberg.lakehouse.kafka_admin import parse_spec
     from logberg_platform import local
     from logberg_platform.local_settings import LocalSettings
 
+    if a.topic and not a.kafka:
+        raise ConfigError("--topic: makes a topic on the local Kafka broker; give --kafka too")
+    topics = tuple(parse_spec(raw, "--topic") for raw in a.topic)
     print(
         "\n".join(
             local.up(
@@ -19,6 +24,7 @@ def up(a: argparse.Namespace) -> int:
                 with_connect=a.connect,
                 with_history=a.history,
                 with_kafka=a.kafka,
+                topics=topics,
             )
         )
     )
@@ -65,6 +71,15 @@ def arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also start a Kafka broker (KRaft, on 127.0.0.1:LOGBERG_KAFKA_PORT, default 9092) "
         "for `generate --output kafka://...` and `ingest --from kafka://...`",
+    )
+    u.add_argument(
+        "--topic",
+        action="append",
+        default=[],
+        metavar="NAME[:PARTITIONS]",
+        help="with --kafka: make this topic on the broker unless it exists as asked "
+        "(default partitions: the broker's num.partitions, 1), repeatable; as "
+        "`logberg kafka topics create` does",
     )
     action(sub, "down", down, "stop only what `up` started under this LOGBERG_HOME")
     action(sub, "status", status, "what runs where")
