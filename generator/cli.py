@@ -19,6 +19,7 @@ from generator.config import (
     Config,
     UsageError,
     check_writable,
+    default_manifest_to,
     parse_date,
     parse_output,
 )
@@ -68,7 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     add(
         "--manifest-to",
         metavar="URI",
-        help="kafka://: where the manifest goes (file:///abs/dir or s3://bucket/prefix)",
+        help="kafka://: where the manifest goes (file:///abs/dir or s3://bucket/prefix; "
+        "default: $LOGBERG_HOME/kafka-manifests/TOPIC, LOGBERG_HOME's default being .logberg "
+        "in the checkout; in a cluster it must be given)",
     )
     add("--quiet", action="store_true", help="no progress bar or summary")
     add("--version", action="version", version=f"%(prog)s {__version__}")
@@ -79,13 +82,17 @@ def parse_config(argv: Sequence[str]) -> Config:
     a = build_parser().parse_args(list(argv))
     start = parse_date("--start-date", a.start_date)
     end = parse_date("--end-date", a.end_date) if a.end_date else start
+    output = parse_output(a.output, a.bucket)
+    manifest_to = parse_output(a.manifest_to, None) if a.manifest_to else None
+    if manifest_to is None and output.kafka is not None:
+        manifest_to = default_manifest_to(output.kafka)
     return Config(
         num_files=a.num_files,
         lines_per_file=a.lines_per_file,
         start=start,
         end=end,
         app=a.app,
-        output=parse_output(a.output, a.bucket),
+        output=output,
         endpoint_url=a.endpoint_url,
         seed=a.seed if a.seed is not None else secrets.randbelow(1 << 32),
         malformed_rate=a.malformed_rate,
@@ -96,7 +103,7 @@ def parse_config(argv: Sequence[str]) -> Config:
         quiet=a.quiet,
         message=a.message,
         partitions=a.partitions,
-        manifest_to=parse_output(a.manifest_to, None) if a.manifest_to else None,
+        manifest_to=manifest_to,
     )
 
 
