@@ -7,10 +7,11 @@ Bad arguments (and an unreachable S3 endpoint or missing bucket) print one line,
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import secrets
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NoReturn
 
 from generator import __version__
 from generator.config import (
@@ -127,10 +128,24 @@ def _preflight(cfg: Config) -> None:
             raise UsageError(problem)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def with_client(cfg: Config, client: Callable[[str], Mapping[str, Any]] | None) -> Config:
+    """A Kafka output's client options (`client(bootstrap)`), when given."""
+    t = cfg.output.kafka
+    if client is None or t is None:
+        return cfg
+    target = dataclasses.replace(t, client=dict(client(t.bootstrap)))
+    return dataclasses.replace(cfg, output=dataclasses.replace(cfg.output, kafka=target))
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    client: Callable[[str], Mapping[str, Any]] | None = None,
+) -> int:
+    """`client`: the Kafka clients' own options for the brokers, in librdkafka's names
+    (`logberg generate`: LOGBERG_KAFKA_OPTIONS_FILE and LOGBERG_KAFKA_OPTIONS)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        cfg = parse_config(argv)
+        cfg = with_client(parse_config(argv), client)
         _preflight(cfg)
     except UsageError as e:
         print(f"{PROG}: error: {' '.join(str(e).split())}", file=sys.stderr)

@@ -6,9 +6,11 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from generator import __version__
@@ -62,10 +64,13 @@ def default_manifest_to(target: KafkaTarget) -> Output:
 
 @dataclass(frozen=True)
 class KafkaTarget:
-    """A topic: its brokers (`host:port,...`) and its name."""
+    """A topic: its brokers (`host:port,...`) and its name; `client`: the Kafka clients' own
+    options (librdkafka's names: TLS, SASL), which `logberg generate` gives from
+    LOGBERG_KAFKA_OPTIONS_FILE and LOGBERG_KAFKA_OPTIONS; never shown."""
 
     bootstrap: str
     topic: str
+    client: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def uri(self) -> str:
