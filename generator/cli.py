@@ -7,10 +7,11 @@ Bad arguments (and an unreachable S3 endpoint or missing bucket) print one line,
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import secrets
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NoReturn
 
 from generator import __version__
 from generator.config import (
@@ -19,6 +20,7 @@ from generator.config import (
     Config,
     UsageError,
     check_writable,
+    default_manifest_to,
     parse_date,
     parse_output,
 )
@@ -68,7 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     add(
         "--manifest-to",
         metavar="URI",
-        help="kafka://: where the manifest goes (file:///abs/dir or s3://bucket/prefix)",
+        help="kafka://: where the manifest goes (file:///abs/dir or s3://bucket/prefix; "
+        "default: $LOGBERG_HOME/kafka-manifests/TOPIC, LOGBERG_HOME's default being .logberg "
+        "in the checkout; in a cluster it must be given)",
     )
     add("--quiet", action="store_true", help="no progress bar or summary")
     add("--version", action="version", version=f"%(prog)s {__version__}")
@@ -79,13 +83,17 @@ def parse_config(argv: Sequence[str]) -> Config:
     a = build_parser().parse_args(list(argv))
     start = parse_date("--start-date", a.start_date)
     end = parse_date("--end-date", a.end_date) if a.end_date else start
+    output = parse_output(a.output, a.bucket)
+    manifest_to = parse_output(a.manifest_to, None) if a.manifest_to else None
+    if manifest_to is None and output.kafka is not None:
+        manifest_to = default_manifest_to(output.kafka)
     return Config(
         num_files=a.num_files,
         lines_per_file=a.lines_per_file,
         start=start,
         end=end,
         app=a.app,
-        output=parse_output(a.output, a.bucket),
+        output=output,
         endpoint_url=a.endpoint_url,
         seed=a.seed if a.seed is not None else secrets.randbelow(1 << 32),
         malformed_rate=a.malformed_rate,
@@ -96,7 +104,7 @@ def parse_config(argv: Sequence[str]) -> Config:
         quiet=a.quiet,
         message=a.message,
         partitions=a.partitions,
-        manifest_to=parse_output(a.manifest_to, None) if a.manifest_to else None,
+        manifest_to=manifest_to,
     )
 
 
@@ -120,10 +128,24 @@ def _preflight(cfg: Config) -> None:
             raise UsageError(problem)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def with_client(cfg: Config, client: Callable[[str], Mapping[str, Any]] | None) -> Config:
+    """A Kafka output's client options (`client(bootstrap)`), when given."""
+    t = cfg.output.kafka
+    if client is None or t is None:
+        return cfg
+    target = dataclasses.replace(t, client=dict(client(t.bootstrap)))
+    return dataclasses.replace(cfg, output=dataclasses.replace(cfg.output, kafka=target))
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    client: Callable[[str], Mapping[str, Any]] | None = None,
+) -> int:
+    """`client`: the Kafka clients' own options for the brokers, in librdkafka's names
+    (`logberg generate`: LOGBERG_KAFKA_OPTIONS_FILE and LOGBERG_KAFKA_OPTIONS)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        cfg = parse_config(argv)
+        cfg = with_client(parse_config(argv), client)
         _preflight(cfg)
     except UsageError as e:
         print(f"{PROG}: error: {' '.join(str(e).split())}", file=sys.stderr)

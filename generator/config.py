@@ -6,9 +6,11 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from generator import __version__
@@ -29,14 +31,46 @@ _KAFKA = re.compile(r"^kafka://([^/]*)/([a-zA-Z0-9._-]{1,249})$")
 _HOST_PORT = re.compile(r"^[A-Za-z0-9.\-\[\]:]+:\d{1,5}$")
 KAFKA_BOOTSTRAP_ENV = "LOGBERG_KAFKA_BOOTSTRAP"
 MESSAGES = ("raw", "json")
+HOME_ENV = "LOGBERG_HOME"
+PROFILE_ENV = "LOGBERG_PROFILE"
+# Under the home, a topic's manifests: the chart's scheme on S3 (s3://BUCKET/kafka-manifests/
+# TOPIC), so `<home>/kafka-manifests/<topic>/raw/nginx/_manifests/<run_id>.json`.
+KAFKA_MANIFESTS = "kafka-manifests"
+
+
+def logberg_home() -> Path:
+    """$LOGBERG_HOME, else logberg's default home (the platform's LocalSettings, which the
+    generator does not import): `.logberg` in the source checkout the generator runs from,
+    else in the working directory."""
+    home = os.environ.get(HOME_ENV)
+    if home:
+        return Path(home).resolve()
+    root = Path(__file__).resolve().parents[1]  # generator/config.py in a checkout
+    if not ((root / "pyproject.toml").is_file() and (root / "jobs").is_dir()):
+        root = Path.cwd()
+    return (root / ".logberg").resolve()
+
+
+def default_manifest_to(target: KafkaTarget) -> Output:
+    """Where a topic's manifest goes without --manifest-to: under the home. A cluster's pod
+    (LOGBERG_PROFILE=cluster) keeps no home: there --manifest-to is needed."""
+    if os.environ.get(PROFILE_ENV) == "cluster":
+        raise UsageError(
+            f"--output {target.uri} in a cluster ({PROFILE_ENV}=cluster) needs --manifest-to "
+            "s3://bucket/prefix: a pod's home does not outlive it"
+        )
+    return Output(path=logberg_home() / KAFKA_MANIFESTS / target.topic)
 
 
 @dataclass(frozen=True)
 class KafkaTarget:
-    """A topic: its brokers (`host:port,...`) and its name."""
+    """A topic: its brokers (`host:port,...`) and its name; `client`: the Kafka clients' own
+    options (librdkafka's names: TLS, SASL), which `logberg generate` gives from
+    LOGBERG_KAFKA_OPTIONS_FILE and LOGBERG_KAFKA_OPTIONS; never shown."""
 
     bootstrap: str
     topic: str
+    client: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def uri(self) -> str:
@@ -152,7 +186,8 @@ class Config:
     quiet: bool = True
     # A Kafka output: each line a message, `raw` or a `json` envelope (Fluent Bit's: the line
     # in `log`, with `host`, `file` and `offset`); the topic's partitions when it is made;
-    # where the manifest goes (a directory or S3 prefix: a topic holds no manifest).
+    # where the manifest goes (a directory or S3 prefix: a topic holds no manifest; the
+    # command line's default is `default_manifest_to`).
     message: str = "raw"
     partitions: int = 4
     manifest_to: Output | None = None
@@ -187,8 +222,8 @@ class Config:
             return
         if self.manifest_to is None or self.manifest_to.kafka is not None:
             raise UsageError(
-                "--output kafka://... needs --manifest-to file:///abs/dir or s3://bucket/prefix "
-                "(where the manifest, the ground truth, goes)"
+                "--manifest-to: the manifest of a kafka:// output (the ground truth) goes to "
+                "file:///abs/dir or s3://bucket/prefix (default: under $LOGBERG_HOME)"
             )
         if self.message not in MESSAGES:
             raise UsageError(f"--message {self.message!r}: expected raw or json")

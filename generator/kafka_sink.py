@@ -41,13 +41,22 @@ PRODUCER = {
 }
 
 
+def _admin(t: KafkaTarget) -> Any:
+    """An admin client of the brokers with the target's client options."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": t.bootstrap, "log_level": 3, **t.client})
+    if "oauth_cb" in t.client:
+        admin.poll(0)  # serves the token callback, which the first request waits for
+    return admin
+
+
 def check_brokers(t: KafkaTarget, timeout: float = 5.0) -> str | None:
     """None if the brokers answer a metadata request, else a one-line reason."""
     from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
 
     try:
-        AdminClient({"bootstrap.servers": t.bootstrap, "log_level": 3}).list_topics(timeout=timeout)
+        _admin(t).list_topics(timeout=timeout)
     except KafkaException as e:
         return f"the Kafka brokers at {t.bootstrap} do not answer ({e.args[0].str()})"
     return None
@@ -56,9 +65,9 @@ def check_brokers(t: KafkaTarget, timeout: float = 5.0) -> str | None:
 def ensure_topic(t: KafkaTarget, partitions: int, timeout: float = 30.0) -> int:
     """The topic's partitions; the topic is made with `partitions` when it does not exist."""
     from confluent_kafka import KafkaError, KafkaException
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import NewTopic
 
-    admin = AdminClient({"bootstrap.servers": t.bootstrap, "log_level": 3})
+    admin = _admin(t)
     found = admin.list_topics(topic=t.topic, timeout=timeout).topics.get(t.topic)
     if found is not None and found.error is None and found.partitions:
         return len(found.partitions)
@@ -134,8 +143,15 @@ class KafkaDestination(Destination):
         self.partitions = ensure_topic(target, partitions)
         self._errors: list[str] = []
         self._producer = Producer(
-            {"bootstrap.servers": target.bootstrap, **PRODUCER, "on_delivery": self._delivered}
+            {
+                "bootstrap.servers": target.bootstrap,
+                **PRODUCER,
+                **target.client,
+                "on_delivery": self._delivered,
+            }
         )
+        if "oauth_cb" in target.client:
+            self._producer.poll(0)  # serves the token callback
 
     @property
     def manifest_root(self) -> str:

@@ -217,3 +217,72 @@ def test_the_lag_probe_is_a_scheduled_dry_run_of_the_stream_even_while_it_is_off
     # No schedule: no probe (a schedule with a stream of files fails to render, below).
     found = [d for d in docs("logberg", KIND, ("streaming.source=kafka",))]
     assert not [d for d in found if d["metadata"]["name"].endswith("-streaming-lag")]
+
+
+def test_the_kafka_options_come_from_a_secret_into_every_kafka_client_pod() -> None:
+    """kafka.optionsSecret: the Secret's key mounted read-only, LOGBERG_KAFKA_OPTIONS_FILE
+    naming it, in every container that talks to Kafka (the stream's and the lag probe's
+    driver and executors, the generator, their wait-ready); nowhere else; the Secret's
+    contents never rendered (the chart only names it)."""
+    secret = ("kafka.optionsSecret.existingSecret=msk-sasl", "kafka.optionsSecret.key=client.json")
+    lag = ("streaming.lagSchedule=*/5 * * * *", "generator.enabled=true")
+    items = docs("logberg", KIND, (*KAFKA_SETS, *lag, *secret))
+    path = "/etc/logberg/kafka/client.json"
+    volume = {
+        "name": "kafka-options",
+        "secret": {
+            "secretName": "msk-sasl",
+            "items": [{"key": "client.json", "path": "client.json"}],
+            "defaultMode": 0o440,
+        },
+    }
+    mount = {"name": "kafka-options", "mountPath": "/etc/logberg/kafka", "readOnly": True}
+
+    def holds_the_file(c: dict[str, Any], where: str) -> None:
+        env = {e["name"]: e.get("value") for e in c["env"]}
+        assert env.get("LOGBERG_KAFKA_OPTIONS_FILE") == path, where
+        assert "LOGBERG_KAFKA_OPTIONS" not in env, where
+        assert mount in c["volumeMounts"], where
+
+    apps = [d for d in items if d["kind"] in ("SparkApplication", "ScheduledSparkApplication")]
+    assert {d["metadata"]["name"] for d in apps} == {"logberg-streaming", "logberg-streaming-lag"}
+    for d in apps:
+        spec = d["spec"] if d["kind"] == "SparkApplication" else d["spec"]["template"]
+        name = d["metadata"]["name"]
+        assert volume in spec["volumes"], name
+        for role in ("driver", "executor"):
+            holds_the_file(spec[role], f"{name} {role}")
+        [wait] = spec["driver"]["initContainers"]
+        holds_the_file(wait, f"{name} wait-ready")
+    job = generator_job(items)
+    assert volume in pod_spec(job)["volumes"]
+    [generator] = pod_spec(job)["containers"]
+    holds_the_file(generator, "generator")
+    holds_the_file(pod_spec(job)["initContainers"][0], "generator wait-ready")
+    # No other pod mounts it; without a Secret nothing of it renders.
+    text = yaml.safe_dump_all(items)
+    assert text.count("LOGBERG_KAFKA_OPTIONS_FILE") == 2 * 3 + 2  # 2 apps x 3, the Job's 2
+    plain = yaml.safe_dump_all(docs("logberg", KIND, (*KAFKA_SETS, *lag)))
+    assert "kafka-options" not in plain and "LOGBERG_KAFKA_OPTIONS_FILE" not in plain
+    # A Secret's name or key the schema refuses fails to render, naming the value.
+    bad = helm(
+        "template", "x", str(CHARTS / "logberg"),
+        "--set", "kafka.optionsSecret.existingSecret=Not A Name", check=False,
+    )  # fmt: skip
+    assert bad.returncode != 0 and "/kafka/optionsSecret/existingSecret" in bad.stderr
+
+
+def test_no_secret_value_is_rendered_and_spark_redacts_the_kafka_options() -> None:
+    """The options file is the only way in for a password: `spark.env` entries with a value
+    would show in the manifest (the schema's rule for secrets: valueFrom only), and every
+    SparkApplication carries the redaction of lakehouse.session.REDACTION."""
+    from logberg.lakehouse.session import REDACTION
+
+    items = docs("logberg", KIND, (*KAFKA_SETS, "kafka.optionsSecret.existingSecret=sasl"))
+    text = yaml.safe_dump_all(items)
+    for word in ("sasl.jaas.config", "password=", "PlainLoginModule"):
+        assert word not in text, word
+    for d in items:
+        if d["kind"] == "SparkApplication":
+            conf = d["spec"]["sparkConf"]
+            assert {k: conf.get(k) for k in REDACTION} == REDACTION, d["metadata"]["name"]

@@ -487,7 +487,7 @@ def test_bad_outputs_exit_2(args: list[str], capsys: pytest.CaptureFixture[str])
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["--output", "kafka://127.0.0.1:9/logs"], "needs --manifest-to"),
+        (["--output", "kafka://h:1/logs", "--manifest-to", "kafka://h:1/m"], "--manifest-to"),
         (
             ["--output", "kafka:///logs", "--manifest-to", "file:///tmp/m"],
             "LOGBERG_KAFKA_BOOTSTRAP",
@@ -507,6 +507,42 @@ def test_a_wrong_kafka_output_exits_2_naming_it(
     assert main(["--quiet", *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("generate: error: ") and says in err, err
+
+
+def test_a_topics_manifest_goes_under_the_home_unless_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from generator.cli import parse_config
+
+    monkeypatch.delenv("LOGBERG_PROFILE", raising=False)
+    monkeypatch.setenv("LOGBERG_HOME", str(tmp_path / "home"))
+    cfg = parse_config(["--output", "kafka://h:1/nginx"])
+    assert cfg.manifest_to is not None
+    assert cfg.manifest_to.path == tmp_path / "home" / "kafka-manifests" / "nginx"
+    given = parse_config(["--output", "kafka://h:1/nginx", "--manifest-to", "s3://bkt/m"])
+    assert given.manifest_to is not None and given.manifest_to.uri == "s3://bkt/m"
+    # A file output has no manifest elsewhere: beside the files, as before.
+    assert parse_config(["--output", (tmp_path / "o").as_uri()]).manifest_to is None
+
+
+def test_logbergs_default_home_is_the_platforms(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The generator does not import the platform; its default home is the same."""
+    from generator.config import logberg_home
+    from logberg_platform.local_settings import LocalSettings
+
+    monkeypatch.delenv("LOGBERG_HOME", raising=False)
+    assert logberg_home() == LocalSettings.from_env().home == REPO / ".logberg"
+    monkeypatch.setenv("LOGBERG_HOME", "/srv/lb/../logberg")
+    assert logberg_home() == LocalSettings.from_env().home == Path("/srv/logberg")
+
+
+def test_in_a_cluster_a_topics_manifest_needs_manifest_to(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("LOGBERG_PROFILE", "cluster")
+    assert main(["--quiet", "--output", "kafka://h:1/nginx"]) == 2
+    err = capsys.readouterr().err
+    assert "LOGBERG_PROFILE=cluster" in err and "needs --manifest-to s3://" in err, err
 
 
 def test_an_unwritable_output_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

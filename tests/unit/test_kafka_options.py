@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -16,10 +17,16 @@ import pytest
 from logberg.cli import build_parser
 from logberg.errors import ConfigError
 from logberg.lakehouse import msk
+from logberg.lakehouse.kafka import TopicUri
 from logberg.lakehouse.kafka_options import (
     MSK_CALLBACK,
     OPTIONS_ENV,
+    OPTIONS_FILE_ENV,
+    REDACTED,
     ClientOptions,
+    is_secret,
+    known_secrets,
+    mask,
 )
 
 MSK_IAM = {
@@ -274,3 +281,205 @@ def test_the_token_signs_as_the_msk_library_does() -> None:
     ours = parse_qs(urlsplit(url).query)
     assert ours.pop("User-Agent") == ["logberg"]  # after the signature, not signed
     assert ours == library
+
+
+# -- options from a file, and secrets kept out of sight ---------------------------------------
+
+
+def planted() -> str:
+    """A secret of this test's own (the known secrets are the process's: one per test)."""
+    import secrets
+
+    return f"PLANTED-{secrets.token_hex(8)}"
+
+
+def jaas(password: str) -> str:
+    return (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        f'username="u" password="{password}";'
+    )
+
+
+def test_the_file_then_the_setting_then_each_flag_in_its_place(tmp_path: Path) -> None:
+    file = tmp_path / "options.json"
+    file.write_text(json.dumps({"security.protocol": "SSL", "ssl.truststore.type": "PEM"}))
+    later = tmp_path / "later.json"
+    later.write_text(json.dumps({"ssl.truststore.type": "JKS", "client.dns.lookup": "a"}))
+    setting = json.dumps(
+        {"ssl.truststore.type": "PKCS12", "ssl.endpoint.identification.algorithm": "https"}
+    )
+    options = ClientOptions.parse(
+        setting,
+        ["client.dns.lookup=use_all_dns_ips", f"@{later}", "security.protocol=SASL_SSL"],
+        str(file),
+    )
+    assert dict(options.items) == {
+        "security.protocol": "SASL_SSL",  # the last flag over the file
+        "ssl.truststore.type": "JKS",  # @later over the setting over the file
+        "client.dns.lookup": "a",  # @later over the flag before it
+        "ssl.endpoint.identification.algorithm": "https",
+    }
+
+
+def test_from_env_reads_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    file = tmp_path / "options.json"
+    file.write_text(json.dumps({"security.protocol": "SSL", "ssl.truststore.type": "PEM"}))
+    monkeypatch.setenv(OPTIONS_FILE_ENV, str(file))
+    monkeypatch.setenv(OPTIONS_ENV, json.dumps({"ssl.truststore.type": "JKS"}))
+    options = ClientOptions.from_env(["security.protocol=SASL_SSL"])
+    assert dict(options.items) == {"security.protocol": "SASL_SSL", "ssl.truststore.type": "JKS"}
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (None, "cannot read it (No such file or directory)"),
+        ('{"sasl.jaas.config": "SECRET", ', "not JSON (Expecting"),
+        ('["SECRET"]', "expected a JSON object of strings"),
+        ('{"sasl.jaas.config": ["SECRET"]}', "expected a JSON object of strings"),
+        (b"\xff\xfeSECRET", "not UTF-8 text"),
+    ],
+)
+def test_a_bad_options_file_names_the_setting_and_the_path_never_its_contents(
+    tmp_path: Path, content: str | bytes | None, says: str
+) -> None:
+    secret = planted()
+    file = tmp_path / "options.json"
+    if isinstance(content, bytes):
+        file.write_bytes(content.replace(b"SECRET", secret.encode()))
+    elif content is not None:
+        file.write_text(content.replace("SECRET", secret))
+    for where, call in (
+        (f"{OPTIONS_FILE_ENV}={file}", lambda: ClientOptions.parse(None, (), str(file))),
+        (f"--kafka-option @{file}", lambda: ClientOptions.parse(None, [f"@{file}"])),
+    ):
+        with pytest.raises(ConfigError) as e:
+            call()
+        assert str(e.value).startswith(f"{where}: {says}"), str(e.value)
+        assert secret not in str(e.value)
+    with pytest.raises(ConfigError, match="expected @PATH"):
+        ClientOptions.parse(None, ["@"])
+    # A flag without its key is not echoed: it may be the secret alone.
+    with pytest.raises(ConfigError, match="#2: expected KEY=VALUE or @PATH") as e:
+        ClientOptions.parse(None, ["security.protocol=SSL", secret])
+    assert secret not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("key", "secret"),
+    [
+        ("sasl.jaas.config", True),
+        ("sasl.password", True),  # librdkafka's
+        ("ssl.key.password", True),
+        ("ssl.keystore.password", True),
+        ("ssl.truststore.password", True),
+        ("ssl.keystore.key", True),  # an inline private key (PEM)
+        ("ssl.key.pem", True),  # librdkafka's
+        ("sasl.oauthbearer.client.secret", True),
+        ("sasl.oauthbearer.config", True),
+        ("sasl.oauthbearer.token.endpoint.url", True),  # masked too: a small loss
+        ("security.protocol", False),
+        ("sasl.mechanism", False),
+        ("sasl.username", False),
+        ("ssl.truststore.location", False),
+        ("ssl.keystore.certificate.chain", False),  # a certificate is public
+        ("ssl.endpoint.identification.algorithm", False),
+    ],
+)
+def test_which_keys_hold_secrets(key: str, secret: bool) -> None:
+    assert is_secret(key, "SSL") is secret
+    assert (ClientOptions.parse(None, [f"{key}=SSL"]).redacted()[key] == REDACTED) is secret
+
+
+def test_secret_values_are_redacted_wherever_options_show(tmp_path: Path) -> None:
+    secret = planted()
+    file = tmp_path / "options.json"
+    file.write_text(json.dumps({"sasl.jaas.config": jaas(secret), "sasl.password": secret}))
+    # A JAAS line under a key of another name: its `password=` marks it.
+    options = ClientOptions.parse(
+        None, [f"@{file}", "security.protocol=PLAINTEXT", f"x.login.config={jaas(secret)}"]
+    )
+    assert options.jvm()["kafka.sasl.jaas.config"] == jaas(secret)  # given to the clients whole
+    shown = options.redacted()
+    assert shown == {
+        "sasl.jaas.config": REDACTED,
+        "sasl.password": REDACTED,
+        "security.protocol": "PLAINTEXT",
+        "x.login.config": REDACTED,
+    }
+    topic = TopicUri("h:9092", "t", "--from", options)
+    for text in (repr(options), str(options), repr(topic), f"{topic}"):
+        assert secret not in text and REDACTED in text, text
+    # The values this process parsed are known: free text that quotes them is masked, the
+    # JAAS line whole and its password alone.
+    assert {jaas(secret), secret} <= known_secrets()
+    said = f"connect failed ({jaas(secret)}); then password {secret} refused"
+    assert mask(said) == f"connect failed ({REDACTED}); then password {REDACTED} refused"
+
+
+def test_logbergs_log_lines_mask_the_known_secrets(capsys: pytest.CaptureFixture[str]) -> None:
+    import logging
+
+    from logberg.cli.logs import configure_logging
+
+    secret = planted()
+    ClientOptions.parse(None, [f"sasl.jaas.config={jaas(secret)}"])
+    for fmt in ("text", "json"):
+        configure_logging(fmt, "INFO")
+        logging.getLogger("logberg.kafka.client").warning("librdkafka says %s", jaas(secret))
+        try:
+            raise RuntimeError(f"the consumer quoted {secret}")
+        except RuntimeError:
+            logging.getLogger("logberg").exception("failed")
+        err = capsys.readouterr().err
+        assert "librdkafka says" in err and "the consumer quoted" in err, err
+        assert secret not in err and REDACTED in err, err
+
+
+def test_an_error_nobody_handled_is_reported_masked(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import logberg.cli as cli
+    from logberg.cli.command import Command
+
+    secret = planted()
+    ClientOptions.parse(None, [f"sasl.password={secret}"])
+
+    def boom(_a: Any) -> int:
+        raise RuntimeError(f"unexpected: {secret}")
+
+    command = Command("boom", "fails", handler=boom)
+    monkeypatch.setattr(cli, "commands", lambda: [command])
+    assert cli.main(["boom"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "RuntimeError: unexpected: *****" in err and secret not in err
+
+
+def test_spark_redacts_the_options_that_hold_secrets() -> None:
+    """What Spark redacts (`spark.sql.redaction.options.regex`, or `spark.redaction.regex`,
+    on a data source option's key or value, as Spark's Utils.redact does): every key
+    SECRET_KEY names, as the readers get it (`kafka.KEY`), and no other."""
+    import re
+
+    from logberg.lakehouse.session import REDACTION
+
+    regexes = [re.compile(REDACTION[k]) for k in REDACTION]
+
+    def redacted(key: str, value: str) -> bool:
+        return any(r.search(key) or r.search(value) for r in regexes)
+
+    secret_keys = (
+        "sasl.jaas.config",
+        "sasl.password",
+        "ssl.key.password",
+        "ssl.keystore.key",
+        "ssl.key.pem",
+        "sasl.oauthbearer.config",
+        "sasl.oauthbearer.client.secret",
+    )
+    for key in secret_keys:
+        assert is_secret(key, "v") and redacted(f"kafka.{key}", "v"), key
+    for key in ("security.protocol", "sasl.mechanism", "ssl.truststore.location"):
+        assert not redacted(f"kafka.{key}", "v"), key
+    # A JAAS line under any key: its password= (Spark matches values too).
+    assert redacted("kafka.x.login.config", jaas("p"))

@@ -47,7 +47,8 @@ app.kubernetes.io/part-of: logberg
 {{- end }}
 
 {{/* Spark conf equivalent to logberg.lakehouse.session.catalog_conf: the Iceberg catalog `logberg`
-     (type=hive) as default catalog, spark_catalog wrapped by SparkSessionCatalog, S3A;
+     (type=hive) as default catalog, spark_catalog wrapped by SparkSessionCatalog, S3A, what
+     Spark redacts (lakehouse.session.REDACTION: the Kafka options' secrets);
      plus logberg.lakehouse.session.JIT_OPTIONS (the ingest's generated code is over HotSpot's
      8000-bytecode JIT limit; C2 only for the per-row loops; the parallel collector), then
      spark.javaOptions. */}}
@@ -82,6 +83,8 @@ app.kubernetes.io/part-of: logberg
   "spark.sql.codegen.aggregate.map.twolevel.enabled" "false"
   "spark.hadoop.iceberg.hive.lock-check-min-wait-ms" "20"
   "spark.hadoop.iceberg.hive.lock-check-max-wait-ms" "500"
+  "spark.redaction.regex" "(?i)secret|passw(or)?d|token|access[.]?key|jaas"
+  "spark.sql.redaction.options.regex" "(?i)url|passw(or)?d|secret|token|jaas|ssl[.]keystore[.]key|ssl[.]key[.]pem|sasl[.]oauthbearer[.]config"
   "spark.driver.extraJavaOptions" $jvm
   "spark.executor.extraJavaOptions" $jvm
 }}
@@ -253,6 +256,9 @@ annotations:
 {{- end }}
 env:
   {{- include "logberg.env" $root | nindent 2 }}
+  {{- if .kafka }}
+  {{- include "logberg.kafkaOptionsEnv" $root | nindent 2 }}
+  {{- end }}
 envFrom:
   {{- include "logberg.envFrom" $root | nindent 2 }}
 {{- with $p.nodeSelector }}
@@ -272,6 +278,9 @@ volumeMounts:
     mountPath: /tmp
   - name: work-dir
     mountPath: /opt/spark/work-dir
+  {{- if .kafka }}
+  {{- include "logberg.kafkaOptionsMount" $root | nindent 2 }}
+  {{- end }}
 {{- if and (eq .role "driver") $root.Values.waitFor.enabled }}
 {{- $ctx := $root }}
 {{- if .kafka }}
@@ -311,6 +320,9 @@ initContainers:
     {{- end }}
   env:
     {{- include "logberg.env" . | nindent 4 }}
+    {{- if .kafka }}
+    {{- include "logberg.kafkaOptionsEnv" . | nindent 4 }}
+    {{- end }}
   resources:
     {{- toYaml .Values.waitFor.resources | nindent 4 }}
   securityContext:
@@ -318,6 +330,47 @@ initContainers:
   volumeMounts:
     - name: tmp
       mountPath: /tmp
+    {{- if .kafka }}
+    {{- include "logberg.kafkaOptionsMount" . | nindent 4 }}
+    {{- end }}
+{{- end }}
+
+{{/* The Kafka clients' options file (kafka.optionsSecret): in every pod that talks to Kafka
+     (a stream's or lag probe's driver and executors, the generator, their wait-ready), the
+     Secret's key mounted read-only and LOGBERG_KAFKA_OPTIONS_FILE naming it. The Secret's
+     contents never pass through the chart. Each renders nothing without a Secret. */}}
+{{- define "logberg.kafkaOptionsFile" -}}
+{{- $o := .Values.kafka.optionsSecret }}
+{{- printf "%s/%s" ($o.mountPath | trimSuffix "/") $o.key }}
+{{- end }}
+
+{{- define "logberg.kafkaOptionsEnv" -}}
+{{- if .Values.kafka.optionsSecret.existingSecret }}
+- name: LOGBERG_KAFKA_OPTIONS_FILE
+  value: {{ include "logberg.kafkaOptionsFile" . | quote }}
+{{- end }}
+{{- end }}
+
+{{- define "logberg.kafkaOptionsMount" -}}
+{{- if .Values.kafka.optionsSecret.existingSecret }}
+- name: kafka-options
+  mountPath: {{ .Values.kafka.optionsSecret.mountPath | trimSuffix "/" | quote }}
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{- define "logberg.kafkaOptionsVolume" -}}
+{{- with .Values.kafka.optionsSecret }}
+{{- if .existingSecret }}
+- name: kafka-options
+  secret:
+    secretName: {{ .existingSecret | quote }}
+    items:
+      - key: {{ .key | quote }}
+        path: {{ .key | quote }}
+    defaultMode: 288 {{- /* 0440: the owner and the pod's fsGroup read it, nobody writes */}}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/* A SparkApplicationSpec (sparkoperator.k8s.io/v1beta2).
@@ -360,6 +413,9 @@ volumes:
   - name: work-dir
     emptyDir:
       sizeLimit: 1Gi
+  {{- if .kafka }}
+  {{- include "logberg.kafkaOptionsVolume" $root | nindent 2 }}
+  {{- end }}
 driver:
   {{- include "logberg.sparkPod" (dict "root" $root "role" "driver" "component" .component "kafka" .kafka) | trim | nindent 2 }}
 executor:

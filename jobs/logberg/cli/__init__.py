@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from importlib import import_module
 from importlib.metadata import entry_points
@@ -20,6 +21,7 @@ from importlib.metadata import entry_points
 from logberg.cli.command import Command, Handler
 from logberg.cli.logs import configure_logging
 from logberg.errors import ConfigError, QueryError, ServiceError
+from logberg.lakehouse.kafka_options import known_secrets, mask
 
 RUNTIME = (
     "sql",
@@ -96,10 +98,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler: Handler = a.handler
         return handler(a)
     except (ConfigError, ServiceError) as e:
-        print(f"logberg: error: {e}", file=sys.stderr)
+        print(f"logberg: error: {mask(str(e))}", file=sys.stderr)
         return 2
     except QueryError as e:
-        print(f"logberg: error: {e}", file=sys.stderr)
+        print(f"logberg: error: {mask(str(e))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
@@ -107,7 +109,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from logberg.lakehouse.connect import server_failure
 
         message = server_failure(e)  # the Spark Connect server failed: name it and its log
-        if message is None:
+        if message is not None:
+            print(f"logberg: error: {mask(message)}", file=sys.stderr)
+            return 2
+        if not known_secrets():
             raise
-        print(f"logberg: error: {message}", file=sys.stderr)
-        return 2
+        # Python's own report of an error nobody handled, its exit code, secrets masked.
+        print(mask(traceback.format_exc()), end="", file=sys.stderr)
+        return 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from logberg.cli.command import Command
 
 
@@ -23,7 +25,15 @@ def run(args: list[str]) -> int:
             found = None
         if found:
             os.environ[KAFKA_BOOTSTRAP_ENV] = found
-    return main(args)
+    return main(args, client)
+
+
+def client(bootstrap: str) -> dict[str, Any]:
+    """A topic's producer takes the ingest's client options (LOGBERG_KAFKA_OPTIONS_FILE,
+    LOGBERG_KAFKA_OPTIONS), translated for librdkafka."""
+    from logberg.lakehouse.kafka_options import ClientOptions
+
+    return ClientOptions.from_env().librdkafka(bootstrap)
 
 
 COMMAND = Command(

@@ -52,11 +52,13 @@ def arguments(p: argparse.ArgumentParser) -> None:
         "--kafka-option",
         action="append",
         default=[],
-        metavar="KEY=VALUE",
-        help="a Kafka client option, in the Java client's name, over LOGBERG_KAFKA_OPTIONS "
-        "(a JSON object), repeatable: e.g. security.protocol=SASL_SSL with "
+        metavar="KEY=VALUE|@PATH",
+        help="a Kafka client option, in the Java client's name, or @PATH: a JSON file of "
+        "them (a mounted Secret), repeatable, over LOGBERG_KAFKA_OPTIONS (a JSON object), "
+        "itself over LOGBERG_KAFKA_OPTIONS_FILE's; e.g. security.protocol=SASL_SSL with "
         "sasl.mechanism=AWS_MSK_IAM, sasl.jaas.config and "
-        "sasl.client.callback.handler.class for Amazon MSK's IAM sign-in",
+        "sasl.client.callback.handler.class for Amazon MSK's IAM sign-in. Secret values "
+        "(passwords, the JAAS configuration) are masked wherever logberg shows them",
     )
     g.add_argument(
         "--max-messages-per-trigger",

@@ -39,8 +39,9 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--kafka",
         action="store_true",
-        help="also until the Kafka brokers (LOGBERG_KAFKA_BOOTSTRAP, signed in with "
-        "LOGBERG_KAFKA_OPTIONS) answer: a pod that reads or writes a topic",
+        help="also until the Kafka brokers (LOGBERG_KAFKA_BOOTSTRAP, signed in with the options of "
+        "LOGBERG_KAFKA_OPTIONS_FILE and LOGBERG_KAFKA_OPTIONS) answer: a pod that reads or "
+        "writes a topic",
     )
 
 

@@ -48,6 +48,20 @@ JIT_OPTIONS = (
     "-XX:Tier4MinInvocationThreshold=6000 -XX:Tier4CompileThreshold=150000 "
     "-XX:Tier4BackEdgeThreshold=400000"
 )
+# What Spark masks in its logs, UI and event logs. A conf entry whose key or value matches
+# spark.redaction.regex (Spark's default plus `jaas`: a JAAS line may hold a key or token
+# under any name); a data source option (the Kafka readers' `kafka.KEY`, from
+# kafka_options) whose key or value matches spark.sql.redaction.options.regex or the former
+# (Spark's default `url` plus the keys kafka_options.SECRET_KEY calls secrets: the JAAS
+# configuration holds the SASL password under a key Spark's defaults do not match).
+# `passw(or)?d`: password and passwd (and no credential scanner reads the word as one).
+REDACTION = {
+    "spark.redaction.regex": "(?i)secret|passw(or)?d|token|access[.]?key|jaas",
+    "spark.sql.redaction.options.regex": (
+        "(?i)url|passw(or)?d|secret|token|jaas|ssl[.]keystore[.]key|ssl[.]key[.]pem"
+        "|sasl[.]oauthbearer[.]config"
+    ),
+}
 WAREHOUSE_SCHEMES = ("file", "s3a", "s3", "hdfs")
 
 
@@ -148,7 +162,8 @@ def check_bucket(uri: str, setting: str, endpoint: str | None) -> None:
 
 
 def catalog_conf(cfg: LakehouseConfig) -> dict[str, str]:
-    """Spark conf for the Iceberg catalogs, the warehouse and S3. Pure: easy to test."""
+    """Spark conf for the Iceberg catalogs, the warehouse and S3, and what Spark redacts
+    (REDACTION). Pure: easy to test."""
     conf = {
         "spark.sql.extensions": ICEBERG_EXTENSIONS,
         f"spark.sql.catalog.{CATALOG}": "org.apache.iceberg.spark.SparkCatalog",
@@ -186,6 +201,7 @@ def catalog_conf(cfg: LakehouseConfig) -> dict[str, str]:
         # An uncontended commit (each analytics table has its own lock) never waits.
         "spark.hadoop.iceberg.hive.lock-check-min-wait-ms": "20",
         "spark.hadoop.iceberg.hive.lock-check-max-wait-ms": "500",
+        **REDACTION,
     }
     conf.update(hadoop.spark_properties(cfg.s3a()))
     return conf
