@@ -8,6 +8,11 @@
   section's, in-process as this one is); messages per second per core beside the reference
   design's ~25,000; the broker's share of the CPU; the batches' steps; the peak memory of
   the ingest's process tree; the counts checked against the generator's manifest;
+* one partition (issue #82): the same lines on a topic of 1 partition, ingested with the
+  read split off (`--min-partitions 1`: one task, one core) and on (the default: the
+  partition's range read in pieces, a task each, on every core); the split's speedup, and
+  the one-partition topic against the 4-partition one, on the batch's read_parse_write step
+  (the whole process's JVM and session start are the same in both; its wall is reported);
 * latency: with a continuous `ingest --from` (1 s trigger) and a producer sending at a
   steady rate, how long from a probe line's send until its row is in access_logs, p50/p99.
 """
@@ -32,6 +37,8 @@ from bench.shared import CorrectnessError, log, median, ratio
 
 TOPIC = "bench-5m"
 PARTITIONS = 4
+ONE_TOPIC = "bench-5m-p1"  # the same lines, one partition
+SPLIT_BAR = 1.6  # issue #82: one partition, split, on 2 cores vs its single-core rate
 REFERENCE_PER_CORE = 25_000  # the reference streaming design: ~400,000 msg/s on 16 cores
 LATENCY_TOPIC = "bench-latency"
 LATENCY_RATE = 2_000  # messages per second, steady, while the probes are timed
@@ -56,13 +63,15 @@ def _steps(stdout: str) -> dict[str, float]:
     return total
 
 
-def produce(lh: Lakehouse, ds: Dataset, bootstrap: str) -> dict[str, Any]:
-    """The dataset's lines to TOPIC (the same generator arguments: the same lines)."""
+def produce(
+    lh: Lakehouse, ds: Dataset, bootstrap: str, topic: str = TOPIC, partitions: int = PARTITIONS
+) -> dict[str, Any]:
+    """The dataset's lines to `topic` (the same generator arguments: the same lines)."""
     s = ds.spec
     manifests = DATA / "kafka-manifests"
     r = measure.run(
-        [sys.executable, "-m", "generator", "--output", f"kafka://{bootstrap}/{TOPIC}",
-         "--manifest-to", manifests.as_uri(), "--partitions", str(PARTITIONS),
+        [sys.executable, "-m", "generator", "--output", f"kafka://{bootstrap}/{topic}",
+         "--manifest-to", manifests.as_uri(), "--partitions", str(partitions),
          "--num-files", str(s.num_files), "--lines-per-file", str(s.lines_per_file),
          "--start-date", s.start_date, "--end-date", s.end_date, "--seed", str(s.seed),
          "--malformed-rate", str(s.malformed_rate), "--format", s.fmt, "--quiet",
@@ -70,7 +79,7 @@ def produce(lh: Lakehouse, ds: Dataset, bootstrap: str) -> dict[str, Any]:
         env=lh.env, cwd=REPO,
     ).check("the generator to Kafka")  # fmt: skip
     rate = round(ds.lines / r.wall_s, 1)
-    log(f"kafka: generator -> {TOPIC}: {ds.lines:,} lines in {r.wall_s:.1f}s ({rate:,.0f}/s)")
+    log(f"kafka: generator -> {topic}: {ds.lines:,} lines in {r.wall_s:.1f}s ({rate:,.0f}/s)")
     return {"wall_s": round(r.wall_s, 2), "lines_per_s": rate}
 
 
@@ -89,15 +98,18 @@ def consumer_perf(lh: Lakehouse, bootstrap: str, messages: int) -> float:
     return r.wall_s
 
 
-def ingest_once(lh: Lakehouse, bootstrap: str, ds: Dataset, broker_pid: int) -> dict[str, Any]:
-    """`logberg ingest --from ... --once` into an empty warehouse; checked and measured."""
+def ingest_once(
+    lh: Lakehouse, bootstrap: str, ds: Dataset, broker_pid: int, topic: str = TOPIC, *extra: str
+) -> dict[str, Any]:
+    """`logberg ingest --from ... --once` (and `extra`) into an empty warehouse; checked and
+    measured."""
     lh.reset()
     checkpoint = DATA / "kafka-checkpoint"
     subprocess.run(["rm", "-rf", str(checkpoint)], check=True)
     cpu0 = _cpu_s(broker_pid)
     r = lh.logberg(
-        "ingest", "--from", f"kafka://{bootstrap}/{TOPIC}", "--once", "--analytics-every", "0",
-        "--checkpoint", checkpoint.as_uri(),
+        "ingest", "--from", f"kafka://{bootstrap}/{topic}", "--once", "--analytics-every", "0",
+        "--checkpoint", checkpoint.as_uri(), *extra,
     ).check("logberg ingest --from kafka --once")  # fmt: skip
     broker_cpu = _cpu_s(broker_pid) - cpu0
     got = lh.table_counts()
@@ -111,6 +123,54 @@ def ingest_once(lh: Lakehouse, bootstrap: str, ds: Dataset, broker_pid: int) -> 
         "broker_cpu_s": round(broker_cpu, 1),
         "steps": _steps(r.stdout),
         "batches": len(STEPS_RE.findall(r.stdout)),
+    }
+
+
+def one_partition(
+    lh: Lakehouse, bootstrap: str, ds: Dataset, broker_pid: int, four: dict[str, Any]
+) -> dict[str, Any]:
+    """The lines on ONE_TOPIC, ingested with the read split off, then on; the figures
+    (`split_figures`) beside `four`, the 4-partition topic's ingest."""
+    made = produce(lh, ds, bootstrap, ONE_TOPIC, 1)
+    single = ingest_once(lh, bootstrap, ds, broker_pid, ONE_TOPIC, "--min-partitions", "1")
+    split = ingest_once(lh, bootstrap, ds, broker_pid, ONE_TOPIC)
+    out = {"producer": made, "single": single, "split": split}
+    out.update(split_figures(ds.lines, single, split, four))
+    log(
+        f"kafka: one partition, {ds.lines:,} lines: read_parse_write {_rpw(single)}s split "
+        f"off, {_rpw(split)}s split (x{out['kafka_one_partition_split_speedup']}; bar "
+        f"{SPLIT_BAR}); 4 partitions {_rpw(four)}s"
+    )
+    return out
+
+
+def _rpw(run: dict[str, Any]) -> float | None:
+    """A run's read_parse_write step, summed over its batches (None: not printed)."""
+    v = run.get("steps", {}).get("read_parse_write")
+    return float(v) if v else None
+
+
+def split_figures(
+    messages: int, single: dict[str, Any], split: dict[str, Any], four: dict[str, Any]
+) -> dict[str, Any]:
+    """The one-partition figures of three `ingest_once` runs of the same `messages`: a
+    one-partition topic read split off (one task: its single-core rate) and split, and a
+    4-partition topic. Rates and ratios on the read_parse_write step (the batch's read,
+    parse and write); the whole processes' walls beside them."""
+    one, split_s, four_s = _rpw(single), _rpw(split), _rpw(four)
+
+    def rate(s: float | None) -> float | None:
+        return round(messages / s, 1) if s else None
+
+    speedup = ratio(one, split_s)
+    return {
+        "kafka_one_partition_msgs_per_s_single": rate(one),
+        "kafka_one_partition_msgs_per_s_split": rate(split_s),
+        "kafka_one_partition_split_speedup": speedup,
+        "kafka_one_partition_split_speedup_met": None if speedup is None else speedup >= SPLIT_BAR,
+        "kafka_one_partition_split_speedup_wall": ratio(single["wall_s"], split["wall_s"]),
+        "kafka_one_vs_four_partitions": ratio(four_s, split_s),
+        "kafka_one_vs_four_partitions_wall": ratio(four["wall_s"], split["wall_s"]),
     }
 
 
@@ -220,6 +280,7 @@ def bench_kafka(lh: Lakehouse, ds: Dataset, file_ingest_wall_s: float | None) ->
         made = produce(lh, ds, bootstrap)
         cp_s = consumer_perf(lh, bootstrap, ds.lines)
         run = ingest_once(lh, bootstrap, ds, pid)
+        one = one_partition(lh, bootstrap, ds, pid, run)
         lat = latency(lh, bootstrap)
     finally:
         kafka_broker.stop(lh.settings)
@@ -231,6 +292,7 @@ def bench_kafka(lh: Lakehouse, ds: Dataset, file_ingest_wall_s: float | None) ->
         "producer": made,
         "consumer_perf_wall_s": round(cp_s, 2),
         "ingest": run,
+        "one_partition": one,
         "latency": lat,
         "kafka_ingest_vs_consumer_perf": ratio(cp_s, run["wall_s"]),
         "file_ingest_wall_s": round(file_ingest_wall_s, 2),
@@ -242,6 +304,7 @@ def bench_kafka(lh: Lakehouse, ds: Dataset, file_ingest_wall_s: float | None) ->
         "kafka_broker_cpu_share": round(run["broker_cpu_s"] / (run["wall_s"] * cores), 3),
         "kafka_peak_rss_mb": run["peak_rss_mb"],
         "kafka_generator_lines_per_s": made["lines_per_s"],
+        **{k: v for k, v in one.items() if k.startswith("kafka_")},
     }
     log(f"kafka: {json.dumps({k: v for k, v in out.items() if k.startswith('kafka_')})}")
     return out

@@ -374,6 +374,103 @@ def test_every_bad_message_is_a_reject_with_its_bytes_and_the_stream_goes_on(
     assert row.reason == "no_field" and bytes(row.raw_bytes) == b'{"message": "not in log"}'
 
 
+def transactions(broker: str, topic: str, chunks: list[list[bytes | None]]) -> dict[int, Any]:
+    """Each chunk in a transaction of its own (its commit marker takes an offset: the
+    partition's offsets have a gap after every chunk); offset -> value sent."""
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": broker, "transactional.id": f"t-{topic}", "log_level": 3})
+    p.init_transactions(60)
+    sent: dict[int, Any] = {}
+
+    def delivered(error: Any, message: Any) -> None:
+        assert error is None, error
+        sent[int(message.offset())] = message.value()
+
+    for chunk in chunks:
+        p.begin_transaction()
+        for value in chunk:
+            p.produce(topic, value, b"k", on_delivery=delivered)
+        p.commit_transaction(60)
+    return sent
+
+
+def test_a_partition_read_in_pieces_gives_every_message_once_with_exact_counts(
+    spark: SparkSession, broker: str, fresh: None, tmp_path: Path
+) -> None:
+    """KafkaLines splits a one-partition batch into pieces, one task each (min_partitions),
+    each piece read up to its own end and never past it, over offsets with gaps (commit
+    markers) at and within the pieces' ends: in every number of pieces each message is a
+    row or a reject exactly once, and the partition's counts are exact, as in one piece.
+    A read retried in other pieces (the same sink) counts the partition once. Ingested in
+    pieces, the batch stores each message once; replayed in other pieces, it adds nothing."""
+    from logberg.lakehouse.kafka import end_offsets
+    from logberg.pipeline.ingest.reader import RejectSink
+    from logberg.pipeline.kafka.reader import read_good_rows
+    from logberg.pipeline.parse import access_columns
+
+    topic = "split-1"
+    make_topic(broker, topic)
+
+    def value(i: int) -> bytes | None:
+        bad = {3: b"garbage that is not a line", 5: b"", 7: None, 9: b"10.0.0.1 \xff GET"}
+        return bad[i % 10] if i % 10 in bad else LINE.replace("/same", f"/n{i}").encode()
+
+    sizes = [5, 3, 7, 1, 6, 4, 8, 6]  # 40 messages, 8 markers: offsets 0-47
+    starts = [sum(sizes[:k]) for k in range(len(sizes))]
+    sent = transactions(
+        broker,
+        topic,
+        [[value(s + i) for i in range(n)] for s, n in zip(starts, sizes, strict=True)],
+    )
+    until = end_offsets(TopicUri(broker, topic, "test"))[0]
+    assert len(sent) == 40 and until == 48 and sorted(sent)[-1] < until - 1  # ends in a gap
+    reasons = {b"garbage that is not a line": "unparseable", b"": "empty", None: "tombstone"}
+    want_bad = {
+        o: reasons.get(v, "not_utf8") for o, v in sent.items() if v in reasons or b"\xff" in v
+    }
+    want_good = set(sent) - set(want_bad)
+    source = f"kafka://{topic}/0"
+    nbytes = sum(len(v or b"") for v in sent.values())
+
+    stamp = ("processed_timestamp", dt.datetime(2025, 6, 1, tzinfo=dt.timezone.utc))
+    split = KafkaIngestConfig(TopicUri(broker, topic, "test"), min_split_messages=1)
+    for pieces in (1, 2, 3, 4, 5, 7):
+        sink = RejectSink(spark)
+        rows = read_good_rows(spark, split, {0: (0, until)}, sink, access_columns(), stamp, pieces)
+        assert rows.rdd.getNumPartitions() == pieces
+        got = [r.line_number for r in rows.select("line_number").collect()]
+        assert sorted(got) == sorted(want_good), pieces  # once each: no piece read past its end
+        assert sink.counts() == {source: (40, len(want_bad), nbytes)}, pieces
+        kept = sink.lines()
+        assert kept is not None and kept[1] == len(want_bad)
+        assert {r.line_number: r.reject_reason for r in kept[0].collect()} == want_bad, pieces
+    # The same sink read in 4 pieces, then in 3: the second plan's pieces, counted once.
+    sink = RejectSink(spark)
+    for pieces in (4, 3):
+        read_good_rows(spark, split, {0: (0, until)}, sink, access_columns(), stamp, pieces).count()
+    assert sink.counts() == {source: (40, len(want_bad), nbytes)}
+    sink.lines()
+    # A small batch stays one piece (KafkaLines' own least piece: 20,000 messages).
+    whole = KafkaIngestConfig(TopicUri(broker, topic, "test"))
+    sink = RejectSink(spark)
+    small = read_good_rows(spark, whole, {0: (0, until)}, sink, access_columns(), stamp, 4)
+    assert small.rdd.getNumPartitions() == 1
+    sink.lines()
+
+    (batch,) = once(spark, broker, topic, tmp_path / "cp", min_partitions=4, min_split_messages=1)
+    assert (batch.messages, batch.accepted, batch.rejected) == (40, len(want_good), len(want_bad))
+    assert batch.offsets == {0: (0, until)}
+    held = spark.table("nginx_logs.access_logs").where(f"source_file = '{source}'")
+    assert sorted(r.line_number for r in held.select("line_number").collect()) == sorted(want_good)
+    rejects = spark.table("nginx_logs.access_logs_rejects").where(f"source_file = '{source}'")
+    assert {r.line_number: r.reason for r in rejects.collect()} == want_bad
+    spark.sql(f"DELETE FROM nginx_logs.kafka_offsets WHERE topic = '{topic}'")
+    (again,) = once(spark, broker, topic, tmp_path / "cp-2", min_partitions=3, min_split_messages=1)
+    assert (again.messages, again.accepted, again.duplicates) == (40, 0, len(want_good))
+    assert held.count() == len(want_good) and rejects.count() == len(want_bad)
+
+
 # -- processes: a killed driver, two consumers, a restarted broker beside maintenance ------
 
 

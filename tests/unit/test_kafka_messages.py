@@ -113,3 +113,12 @@ def test_a_batch_holds_more_raw_lines_than_envelopes_unless_told() -> None:
     assert told.messages_per_trigger == 400
     with pytest.raises(ConfigError, match="--max-messages-per-trigger"):
         KafkaIngestConfig(topic, max_messages_per_trigger=0)
+
+
+def test_a_read_split_below_one_task_or_message_names_the_setting() -> None:
+    topic = TopicUri("127.0.0.1:9092", "logs", "g")
+    assert KafkaIngestConfig(topic, min_partitions=1).min_partitions == 1
+    with pytest.raises(ConfigError, match="--min-partitions 0"):
+        KafkaIngestConfig(topic, min_partitions=0)
+    with pytest.raises(ConfigError, match="min_split_messages 0"):
+        KafkaIngestConfig(topic, min_split_messages=0)

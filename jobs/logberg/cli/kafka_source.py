@@ -66,6 +66,15 @@ def arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="messages per micro-batch (default: 5,000,000 raw lines, 1,000,000 envelopes)",
     )
+    g.add_argument(
+        "--min-partitions",
+        type=int,
+        metavar="N",
+        help="raw lines: read a batch in at least N tasks, a partition's offsets split into "
+        "pieces of at least 20,000 messages to make them up (default: the cores Spark runs "
+        "tasks on, so a one-partition topic is parsed on all of them; 1: one task per "
+        "partition)",
+    )
 
 
 def kafka_config(a: argparse.Namespace) -> KafkaIngestConfig:

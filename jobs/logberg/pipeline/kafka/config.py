@@ -55,6 +55,11 @@ class KafkaIngestConfig:
     max_messages_per_trigger: int | None = None  # None: the value format's default
     analytics_every: int = 1  # refresh analytics after every N batches; 0: never
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    # Raw lines: the fewest tasks a batch is read in, a partition's range split into pieces
+    # to make them up (None: the session's cores; 1: a task per partition), and the fewest
+    # messages of a piece (None: KafkaLines' own, 20,000).
+    min_partitions: int | None = None
+    min_split_messages: int | None = None
 
     def __post_init__(self) -> None:
         if self.trigger_seconds <= 0:
@@ -63,6 +68,10 @@ class KafkaIngestConfig:
             raise ConfigError(
                 f"--max-messages-per-trigger {self.max_messages_per_trigger}: must be positive"
             )
+        if self.min_partitions is not None and self.min_partitions < 1:
+            raise ConfigError(f"--min-partitions {self.min_partitions}: must be at least 1")
+        if self.min_split_messages is not None and self.min_split_messages < 1:
+            raise ConfigError(f"min_split_messages {self.min_split_messages}: must be positive")
         if self.analytics_every < 0:
             raise ConfigError(f"--analytics-every {self.analytics_every}: must not be negative")
         if self.checkpoint is not None:

@@ -176,8 +176,9 @@ def replace_range(
     coordinates: one write, no join. False when the table holds a data file that the
     coordinates cut through (the caller MERGEs instead).
 
-    Every data file this path writes holds one partition's contiguous offsets (the Kafka
-    source reads a partition's range in one task, and the table's writes do not shuffle).
+    Every data file this path writes holds one partition's contiguous offsets (a task
+    reads one partition's range, or one consecutive piece of it, and the table's writes
+    do not shuffle).
     Rows of new offsets are then in no data file: nothing is deleted, the rows are added.
     A replayed range's rows are each file's whole content: the files are replaced. Any
     other overlap (a data file compacted from several batches, another consumer's batch
@@ -409,6 +410,7 @@ def commit_ranges(
     topic = cfg.source.topic
     sources = {reader.source_file(topic, p): (lo, until - 1) for p, (lo, until) in ranges.items()}
     sink = RejectSink(spark)
+    partitions = reader.read_partitions(spark, cfg)  # the same pieces on a retried write
     stamp = dt.datetime.now(dt.timezone.utc)
     extras = tables.add_columns(spark, ACCESS_LOGS, ())
     tag = f"{run_id}-{batch_id}"
@@ -416,7 +418,13 @@ def commit_ranges(
 
     def store() -> int | None:
         rows = reader.read_good_rows(
-            spark, cfg, ranges, sink, access_columns(extras), ("processed_timestamp", stamp)
+            spark,
+            cfg,
+            ranges,
+            sink,
+            access_columns(extras),
+            ("processed_timestamp", stamp),
+            partitions,
         )
         spark.conf.set(key, tag)
         try:
@@ -446,7 +454,7 @@ def commit_ranges(
         if kept is not None and kept[1] == res.rejected:
             located = kept[0]
         else:  # over the sink's budget: read the ranges again, rejects only
-            located = reader.read_messages(spark, cfg, ranges)
+            located = reader.read_messages(spark, cfg, ranges, partitions)
         rejects = to_rejects(located, run_id, F.lit(stamp))
 
         def store_rejects() -> None:

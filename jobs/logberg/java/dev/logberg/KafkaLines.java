@@ -33,9 +33,14 @@ import org.apache.spark.unsafe.types.UTF8String;
  * .option("ranges", ranges).load()}, with {@code ranges} one {@code
  * TOPIC<TAB>PARTITION<TAB>FROM<TAB>UNTIL} per line (UNTIL exclusive, as Spark's Kafka source).
  *
- * <p>Each range is one input partition, read by its own consumer: assigned, never in a
- * group, so nothing is committed to the broker (the caller keeps the offsets with its
- * commit). A message's lineage is that of a raw value in logberg's Kafka ingest:
+ * <p>Each range is read by its own consumer: assigned, never in a group, so nothing is
+ * committed to the broker (the caller keeps the offsets with its commit). With the option
+ * {@code min_partitions} (the cores the read may use; default 1), when the ranges are fewer
+ * than that, each range is split into consecutive pieces by its share of the messages, none
+ * under {@code min_split_messages} (default {@value #DEFAULT_MIN_SPLIT_MESSAGES}): a
+ * one-partition topic is then read and parsed on several cores. Each piece is one input
+ * partition, read by a consumer of its own from its first offset up to, never past, its
+ * last. A message's lineage is that of a raw value in logberg's Kafka ingest:
  * {@code source_file} {@code kafka://TOPIC/PARTITION}, {@code line_number} its offset. Its
  * value is the line, less one trailing LF or CR LF (a shipper may keep the line's end). A
  * message that cannot be a line is rejected with its bytes and why, the reasons of
@@ -47,7 +52,8 @@ import org.apache.spark.unsafe.types.UTF8String;
  * <p>The other options and the columns are {@link LogLines}': {@code rejects}, {@code
  * rejects_budget}, {@code columns}, {@code stamp_column}, {@code stamp_micros}, {@code
  * derived}, {@code format}, {@code client}. A scan with {@code columns} counts each range's
- * messages and rejects under its source_file (a scan reads one range per partition).
+ * messages and rejects under its source_file (a scan reads one range per partition; the
+ * collector sums its pieces).
  * Options {@code kafka.NAME} go to the consumers as NAME (e.g. {@code
  * kafka.security.protocol}); {@code poll_timeout_ms} bounds how long a range may give
  * nothing before the read fails (default 120000).
@@ -59,6 +65,9 @@ public final class KafkaLines implements TableProvider {
   static final String TOO_LONG = "too_long";
   static final String NOT_UTF8 = "not_utf8";
   private static final long DEFAULT_POLL_TIMEOUT_MS = 120_000L;
+  /** The fewest messages a piece of a split range holds: a consumer per piece costs a
+   * connection and a first fetch (tens of ms), as much as parsing some 10,000 lines. */
+  static final long DEFAULT_MIN_SPLIT_MESSAGES = 20_000L;
   private static final String KAFKA_PREFIX = "kafka.";
 
   @Override
@@ -72,19 +81,57 @@ public final class KafkaLines implements TableProvider {
     return new Ranges(schema);
   }
 
-  /** One offset range of one partition: [from, until). */
+  /**
+   * One offset range of one partition: [from, until), the piece of the batch's range of the
+   * partition [wholeFrom, wholeUntil) (the whole range, when it is not split).
+   */
   static final class Range implements InputPartition {
     private static final long serialVersionUID = 1L;
     final String topic;
     final int partition;
     final long from;
     final long until;
+    final long wholeFrom;
+    final long wholeUntil;
 
     Range(String topic, int partition, long from, long until) {
+      this(topic, partition, from, until, from, until);
+    }
+
+    private Range(
+        String topic, int partition, long from, long until, long wholeFrom, long wholeUntil) {
       this.topic = topic;
       this.partition = partition;
       this.from = from;
       this.until = until;
+      this.wholeFrom = wholeFrom;
+      this.wholeUntil = wholeUntil;
+    }
+
+    /**
+     * The input partitions of these (whole, non-empty) ranges: each as it is when they are
+     * at least {@code minPartitions}; else each range in as many consecutive pieces as its
+     * share of the messages makes of {@code minPartitions}, none under {@code minSplit}
+     * messages (so a small range stays whole), the pieces' sizes within one of each other.
+     */
+    static List<Range> plan(List<Range> ranges, long minPartitions, long minSplit) {
+      if (ranges.size() >= minPartitions) return ranges;
+      long total = 0;
+      for (Range r : ranges) total += r.until - r.from;
+      final List<Range> out = new ArrayList<>();
+      for (Range r : ranges) {
+        final long size = r.until - r.from;
+        final long share = Math.round((double) minPartitions * size / total);
+        final long pieces = Math.max(1, Math.min(share, size / minSplit));
+        final long base = size / pieces;
+        final long extra = size % pieces; // the first `extra` pieces hold one more
+        for (long k = 0; k < pieces; k++) {
+          final long lo = r.from + k * base + Math.min(k, extra);
+          final long hi = lo + base + (k < extra ? 1 : 0);
+          out.add(new Range(r.topic, r.partition, lo, hi, r.from, r.until));
+        }
+      }
+      return out;
     }
 
     String source() {
@@ -183,7 +230,11 @@ public final class KafkaLines implements TableProvider {
 
     @Override
     public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-      final List<Range> ranges = Range.parse(options.get("ranges"));
+      final List<Range> ranges =
+          Range.plan(
+              Range.parse(options.get("ranges")),
+              Settings.number(options, "min_partitions", 1),
+              Settings.number(options, "min_split_messages", DEFAULT_MIN_SPLIT_MESSAGES));
       final String rejects = options.get("rejects");
       final long budget = LogLines.budget(options.get("rejects_budget"));
       final LogLines.Layout layout = LogLines.Layout.of(LogLines.lines(options), schema, options);
@@ -217,7 +268,7 @@ public final class KafkaLines implements TableProvider {
 
     @Override
     public String description() {
-      return "KafkaLines[" + ranges.size() + " range(s)]";
+      return "KafkaLines[" + ranges.size() + " input partition(s)]";
     }
 
     @Override
@@ -257,6 +308,7 @@ public final class KafkaLines implements TableProvider {
       this.rows = rows;
       this.counts = counts;
       rows.source(range.source());
+      rows.piece(range.wholeFrom, range.wholeUntil, range.from, range.until);
       this.tp = new TopicPartition(range.topic, range.partition);
       this.consumer =
           new KafkaConsumer<>(

@@ -32,6 +32,7 @@ final class LineRows implements FieldSink {
   private Derived derived; // of this source; null: the rows carry no derived columns
   private long lines, rejected; // lines returned or left out, and of those the rejected
   private long bytes; // of the source's records, as its reader counts them (`read`)
+  private long[] piece = {0, 0, 0, 0}; // whole from, until; this piece's from, until
 
   LineRows(LogLines.Settings settings, LogLines.Layout layout, RejectCollector rejects) {
     this.format = settings.format;
@@ -58,6 +59,16 @@ final class LineRows implements FieldSink {
     this.lines = 0;
     this.rejected = 0;
     this.bytes = 0;
+    this.piece = new long[] {0, 0, 0, 0};
+  }
+
+  /**
+   * The lines that follow are the piece {@code [from, until)} of the source, whose whole is
+   * {@code [wholeFrom, wholeUntil)} (a Kafka partition's range read in several pieces): the
+   * collector sums the pieces' counts. A source without it is one piece.
+   */
+  void piece(long wholeFrom, long wholeUntil, long from, long until) {
+    this.piece = new long[] {wholeFrom, wholeUntil, from, until};
   }
 
   /** The reader read a record of {@code n} bytes (counted with the source's lines). */
@@ -67,7 +78,9 @@ final class LineRows implements FieldSink {
 
   /** The source's counts go to the collector (call it after a complete read of it). */
   void counted() {
-    if (layout.goodOnly) rejects.count(uri, lines, rejected, bytes);
+    if (layout.goodOnly) {
+      rejects.count(uri, piece[0], piece[1], piece[2], piece[3], lines, rejected, bytes);
+    }
   }
 
   /**

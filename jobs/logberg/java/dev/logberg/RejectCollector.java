@@ -63,9 +63,49 @@ public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
 
   private final long budgetChars;
   private ArrayList<Row> rows = new ArrayList<>();
-  // Per file read whole by a scan with the option 'columns': {lines, rejected}. A file's
-  // counts are the same from any complete read, so a repeated update replaces, never adds.
-  private HashMap<String, long[]> counts = new HashMap<>();
+  // Per source read by a scan with the option 'columns', its pieces by where each starts
+  // (a file is one piece; a Kafka partition's range may be read in several): {from, until,
+  // lines, rejected, bytes} of the piece, and the whole's {from, until}. A piece's counts
+  // are the same from any complete read of it, so a repeated update replaces, never adds.
+  private HashMap<String, Pieces> counts = new HashMap<>();
+
+  /** The counted pieces of one source, and the bounds of the whole they make up. */
+  private static final class Pieces implements java.io.Serializable {
+    private static final long serialVersionUID = 1L;
+    final long from;
+    final long until;
+    final java.util.TreeMap<Long, long[]> byStart = new java.util.TreeMap<>();
+
+    Pieces(long from, long until) {
+      this.from = from;
+      this.until = until;
+    }
+
+    Pieces copy() {
+      final Pieces c = new Pieces(from, until);
+      c.byStart.putAll(byStart);
+      return c;
+    }
+
+    /**
+     * {lines, rejected, bytes} of the whole, summed over a chain of pieces from its start
+     * to its end (each piece starting where the one before ended); null while a piece of
+     * it is not counted. Only the chain counts: a piece left from another plan of the
+     * same source (a retried batch split otherwise) is never added to it.
+     */
+    long[] whole() {
+      final long[] sum = new long[3];
+      long at = from;
+      while (true) {
+        final long[] p = byStart.get(at);
+        if (p == null) return null;
+        for (int i = 0; i < 3; i++) sum[i] += p[2 + i];
+        if (p[1] >= until) return p[1] == until ? sum : null;
+        if (p[1] <= at) return null; // goes nowhere (never, from a reader)
+        at = p[1];
+      }
+    }
+  }
   private long chars;
   private boolean overflowed;
 
@@ -84,7 +124,10 @@ public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
     c.rows = new ArrayList<>(rows);
     c.chars = chars;
     c.overflowed = overflowed;
-    c.counts = new HashMap<>(counts);
+    c.counts = new HashMap<>();
+    for (Map.Entry<String, Pieces> e : counts.entrySet()) {
+      c.counts.put(e.getKey(), e.getValue().copy());
+    }
     return c;
   }
 
@@ -116,7 +159,15 @@ public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
   @Override
   public synchronized void merge(AccumulatorV2<Row, List<Row>> other) {
     final RejectCollector o = (RejectCollector) other;
-    counts.putAll(o.counts);
+    for (Map.Entry<String, Pieces> e : o.counts.entrySet()) {
+      final Pieces theirs = e.getValue();
+      final Pieces mine = counts.get(e.getKey());
+      if (mine == null || mine.from != theirs.from || mine.until != theirs.until) {
+        counts.put(e.getKey(), theirs.copy());
+      } else {
+        mine.byStart.putAll(theirs.byStart);
+      }
+    }
     if (o.overflowed) {
       overflowed = true;
       rows = new ArrayList<>();
@@ -131,7 +182,23 @@ public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
    * rejected, and the bytes of a topic's messages (a file's: 0, its size is known before).
    */
   public void count(String uri, long lines, long rejected, long bytes) {
-    counts.put(uri, new long[] {lines, rejected, bytes});
+    count(uri, 0, 0, 0, 0, lines, rejected, bytes);
+  }
+
+  /**
+   * A piece {@code [from, until)} of a source whose whole is {@code [wholeFrom, wholeUntil)}
+   * (a Kafka partition's range, read in several pieces), read whole: its counts, as {@link
+   * #count(String, long, long, long)}'s. The source is counted once every piece of it is.
+   */
+  public void count(
+      String uri, long wholeFrom, long wholeUntil, long from, long until, long lines,
+      long rejected, long bytes) {
+    Pieces p = counts.get(uri);
+    if (p == null || p.from != wholeFrom || p.until != wholeUntil) {
+      p = new Pieces(wholeFrom, wholeUntil);
+      counts.put(uri, p);
+    }
+    p.byStart.put(from, new long[] {from, until, lines, rejected, bytes});
   }
 
   @Override
@@ -202,8 +269,8 @@ public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
 
   /**
    * (source_file, lines, rejected, bytes) of every source a good-lines scan of this id read
-   * whole. The
-   * collector stays open: read the counts before its status and lines.
+   * whole (every piece of it, summed). The collector stays open: read the counts before its
+   * status and lines.
    */
   static List<Object[]> counts(String id) {
     final RejectCollector c;
@@ -219,8 +286,9 @@ public final class RejectCollector extends AccumulatorV2<Row, List<Row>> {
     }
     final List<Object[]> out = new ArrayList<>();
     synchronized (c) {
-      for (Map.Entry<String, long[]> e : c.counts.entrySet()) {
-        out.add(new Object[] {e.getKey(), e.getValue()[0], e.getValue()[1], e.getValue()[2]});
+      for (Map.Entry<String, Pieces> e : c.counts.entrySet()) {
+        final long[] n = e.getValue().whole();
+        if (n != null) out.add(new Object[] {e.getKey(), n[0], n[1], n[2]});
       }
     }
     return out;
