@@ -182,12 +182,18 @@ class Lakehouse:
     # ---- the measured commands --------------------------------------------------------
 
     def logberg(
-        self, *args: str, env: dict[str, str] | None = None, mode: str = IN_PROCESS
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        mode: str = IN_PROCESS,
+        launcher: tuple[str, ...] = (),
     ) -> measure.ProcResult:
         """`logberg ARGS` with LOGBERG_SPARK_MODE=`mode`; `env` instead of this home's (e.g.
-        another checkout's PYTHONPATH)."""
+        another checkout's PYTHONPATH); `launcher` before it (`taskset -c 0`: one core)."""
         return measure.run(
-            [LOGBERG, *args], env={**(env or self.env), "LOGBERG_SPARK_MODE": mode}, cwd=REPO
+            [*launcher, LOGBERG, *args],
+            env={**(env or self.env), "LOGBERG_SPARK_MODE": mode},
+            cwd=REPO,
         )
 
     def spark_command(self, what: str, *args: str, mode: str = IN_PROCESS) -> measure.ProcResult:

@@ -4,6 +4,7 @@ source identity, and every kind of message that is not a line."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
@@ -122,3 +123,18 @@ def test_a_read_split_below_one_task_or_message_names_the_setting() -> None:
         KafkaIngestConfig(topic, min_partitions=0)
     with pytest.raises(ConfigError, match="min_split_messages 0"):
         KafkaIngestConfig(topic, min_split_messages=0)
+
+
+def test_a_split_read_uses_the_cores_not_the_default_parallelism() -> None:
+    from logberg.pipeline.kafka.reader import cores_from
+
+    local = {"spark.master": "local[2]", "spark.default.parallelism": "4"}
+    assert cores_from(local) == 2
+    assert cores_from({"spark.master": "local[*]"}) == (os.cpu_count() or 1)
+    executors = {"spark.master": "k8s://https://kubernetes.default.svc"}
+    assert (
+        cores_from({**executors, "spark.executor.instances": "3", "spark.executor.cores": "2"}) == 6
+    )
+    assert cores_from({**executors, "spark.executor.instances": "3"}) == 3
+    assert cores_from({**executors, "spark.default.parallelism": "8"}) == 8
+    assert cores_from({}) == 2
