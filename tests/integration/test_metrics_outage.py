@@ -178,6 +178,7 @@ def landed_and_warned(
 
 @pytest.mark.parametrize("outage", ["refused", "hanging"])
 def test_a_file_ingest_and_analytics_land_through_an_outage(
+    server: LocalSettings,  # the commands run on this home's Spark Connect server
     fresh_namespace: LocalSettings,
     spark: SparkSession,
     tmp_path: Path,
