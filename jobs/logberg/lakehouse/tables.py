@@ -41,10 +41,7 @@ def table_properties(spark: SparkSession, table: Table | str) -> dict[str, str]:
     that matches spark.sql.redaction.options.regex (default `(?i)url`: our `...column.url`
     keys), so that is lifted for this one statement; Spark's secret pattern still applies."""
     key = "spark.sql.redaction.options.regex"
-    # The session's own value, None when it set none. Not get(key): on a Spark Connect
-    # server started with the key in its conf (session.REDACTION), a taken-up session's
-    # get(key) failed with SQL_CONF_NOT_FOUND (tests/integration/test_concurrency.py).
-    before = spark.conf.get(key, None)
+    before = spark.conf.get(key)
     spark.conf.set(key, "(?!)")  # matches nothing
     try:
         rows = spark.sql(f"SHOW TBLPROPERTIES {table}").collect()
@@ -52,7 +49,7 @@ def table_properties(spark: SparkSession, table: Table | str) -> dict[str, str]:
         # As it was: unset (Spark's default) unless the session had set another value. A
         # session a job command hands on (connect_pool) keeps no setting of its own.
         spark.conf.unset(key)
-        if before is not None:
+        if before is not None and spark.conf.get(key) != before:
             spark.conf.set(key, before)
     return {r.key: r.value for r in rows}
 
