@@ -19,7 +19,6 @@ import subprocess
 import sys
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,17 +53,6 @@ SMALL = ("--num-files", "2", "--lines-per-file", "3000", "--start-date", "2025-0
          "--end-date", "2025-04-02", "--malformed-rate", "0.01")  # fmt: skip
 # For the runs of whole processes: few lines, several batches.
 TINY = ("--lines-per-file", "800")
-
-
-@pytest.fixture(scope="module")
-def broker(lakehouse: LocalSettings) -> Iterator[str]:
-    """This home's Kafka broker on a free port, for the module; its bootstrap."""
-    os.environ[kafka_broker.PORT_ENV] = str(free_port())
-    try:
-        yield kafka_broker.start(lakehouse).bootstrap
-    finally:
-        kafka_broker.stop(lakehouse)
-        os.environ.pop(kafka_broker.PORT_ENV, None)
 
 
 @pytest.fixture(scope="module")

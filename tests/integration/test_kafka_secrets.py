@@ -12,11 +12,9 @@ Also the generator's manifest of a topic, without --manifest-to: under the home.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +22,7 @@ import pytest
 import zstandard
 from pyspark.sql import SparkSession
 
-from logberg_platform import kafka_broker
 from logberg_platform.local_settings import LocalSettings
-from logberg_platform.supervisor import free_port
 from tests.conftest import REPO, run_logberg
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("lakehouse")]
@@ -43,17 +39,6 @@ OPTIONS = {
 }
 LINES = ("--num-files", "2", "--lines-per-file", "400", "--start-date", "2025-05-01",
          "--end-date", "2025-05-02", "--malformed-rate", "0.01")  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def broker(lakehouse: LocalSettings) -> Iterator[str]:
-    """This home's Kafka broker on a free port, for the module; its bootstrap."""
-    os.environ[kafka_broker.PORT_ENV] = str(free_port())
-    try:
-        yield kafka_broker.start(lakehouse).bootstrap
-    finally:
-        kafka_broker.stop(lakehouse)
-        os.environ.pop(kafka_broker.PORT_ENV, None)
 
 
 def generate(broker: str, topic: str, seed: int, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -9,10 +9,8 @@ committed offsets) and `logberg local up --kafka --topic`.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,6 @@ from pyspark.sql import SparkSession
 from logberg.lakehouse.kafka import TopicUri
 from logberg.pipeline.kafka.config import KafkaIngestConfig
 from logberg.pipeline.kafka.job import KafkaBatchResult, ingest_topic
-from logberg_platform import kafka_broker
 from logberg_platform.local_settings import LocalSettings
 from logberg_platform.supervisor import free_port
 from tests.conftest import reset_namespace, run_logberg
@@ -31,17 +28,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("lakehouse")]
 
 LINES = 300
 MALFORMED_EVERY = 25  # lines 0, 25, 50, ... are not nginx lines
-
-
-@pytest.fixture(scope="module")
-def broker(lakehouse: LocalSettings) -> Iterator[str]:
-    """This home's Kafka broker on a free port, for the module; its bootstrap."""
-    os.environ[kafka_broker.PORT_ENV] = str(free_port())
-    try:
-        yield kafka_broker.start(lakehouse).bootstrap
-    finally:
-        kafka_broker.stop(lakehouse)
-        os.environ.pop(kafka_broker.PORT_ENV, None)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import http.server
 import logging
-import os
 import socket
 import subprocess
 import threading
@@ -25,7 +24,6 @@ from pyspark.sql import SparkSession
 from logberg.errors import ConfigError
 from logberg.lakehouse.kafka import TopicUri, create_topic
 from logberg.pipeline import metrics
-from logberg_platform import kafka_broker
 from logberg_platform.local_settings import LocalSettings
 from logberg_platform.supervisor import free_port
 from tests.conftest import run_logberg
@@ -210,17 +208,6 @@ def test_a_followed_landing_lands_through_an_outage(
     r = run_logberg(args, {**IN_PROCESS, metrics.GATEWAY_ENV: gateway})
     landed_and_warned(r, spark, 30, gateway)
     assert "stream batch 0 committed" in r.stdout
-
-
-@pytest.fixture(scope="module")
-def broker(lakehouse: LocalSettings) -> Iterator[str]:
-    """This home's Kafka broker on a free port, for the module; its bootstrap."""
-    os.environ[kafka_broker.PORT_ENV] = str(free_port())
-    try:
-        yield kafka_broker.start(lakehouse).bootstrap
-    finally:
-        kafka_broker.stop(lakehouse)
-        os.environ.pop(kafka_broker.PORT_ENV, None)
 
 
 @pytest.mark.parametrize("outage", ["refused", "hanging"])
