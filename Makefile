@@ -29,17 +29,17 @@ BENCH_MODULE   ?= bench
 LANES_MODULE   ?= tests.helpers.lanes
 DOCS_GEN_MODULE ?= logberg_platform.docs_gen
 
-# helm/kubectl: .tools/bin (make tools) when present, else PATH. kind/docker: PATH.
+# helm/kubectl: .tools/bin (make tools) when present, else PATH. KIND: empty means kind from
+# PATH, else the pinned release built from the Go proxy (make kind-up). docker: PATH.
 HELM    ?= $(if $(wildcard $(TOOLS)/bin/helm),$(TOOLS)/bin/helm,helm)
 KUBECTL ?= $(if $(wildcard $(TOOLS)/bin/kubectl),$(TOOLS)/bin/kubectl,kubectl)
-KIND    ?= kind
+KIND    ?=
 DOCKER  ?= docker
 # tomllib needs Python >= 3.11: prefer the project venv's interpreter.
 K8S_PYTHON ?= $(if $(wildcard $(VENV)/bin/python),$(VENV)/bin/python,$(PYTHON))
 
 # $(call need,COMMAND,HINT): fail with a clear message when COMMAND is missing.
 need = command -v $(1) >/dev/null 2>&1 || { echo "error: '$(1)' not found. $(2)" >&2; exit 1; }
-NEED_KIND    = $(call need,$(KIND),Install kind (https://kind.sigs.k8s.io/docs/user/quick-start/) or set KIND=/path/to/kind.)
 NEED_DOCKER  = $(call need,$(DOCKER),Install Docker with BuildKit or set DOCKER=/path/to/docker.)
 NEED_KUBECTL = $(call need,$(KUBECTL),Run 'make tools' or set KUBECTL=/path/to/kubectl.)
 

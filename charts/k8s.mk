@@ -4,13 +4,19 @@
 # local cluster (CLUSTER_HOME, CLUSTER_CONTEXT); every target has a `## description` for
 # `make help`. Versions come from jobs/logberg/versions.toml only.
 
-# Where to deploy: local (this machine's cluster, `make cluster-up`), kind or eks.
-K8S_TARGET         ?= local
+# Where to deploy: kind (`make kind-up`), local (the process cluster, `make cluster-up`) or eks.
+K8S_TARGET         ?= kind
 K8S_NAMESPACE      ?= logberg
 OPERATOR_NAMESPACE ?= spark-operator
 # The metastore's namespace (EKS keeps it apart from the jobs').
 METASTORE_NAMESPACE ?= $(K8S_NAMESPACE)
 KIND_CLUSTER       ?= logberg
+KIND_CONFIG        ?= charts/kind/kind-config.yaml
+# kind's node image: auto (kind's kindest/node, pinned by digest, where the provider has it
+# or Docker Hub answers; else logberg's offline image, `make kind-node-image`), kindest,
+# offline, or an image reference.
+KIND_NODE_IMAGE    ?= auto
+KIND_RUN = KIND="$(KIND)" KIND_NODE_IMAGE="$(KIND_NODE_IMAGE)" $(VENV)/bin/logberg kind
 # The kube context and kubeconfig: the local cluster's own, kind's `kind-<name>`, or (EKS)
 # the current context of ~/.kube/config (`aws eks update-kubeconfig`).
 K8S_CONTEXT        ?= $(if $(filter local,$(K8S_TARGET)),$(CLUSTER_CONTEXT),$(if $(filter kind,$(K8S_TARGET)),kind-$(KIND_CLUSTER),))
@@ -37,7 +43,7 @@ KC = $(KUBECTL) $(if $(K8S_KUBECONFIG),--kubeconfig=$(K8S_KUBECONFIG)) $(if $(K8
 K8S = LOGBERG_CLUSTER_HOME=$(CLUSTER_HOME) LOGBERG_CLUSTER_CONTEXT=$(CLUSTER_CONTEXT) \
 	$(VENV)/bin/logberg k8s $(if $(K8S_KUBECONFIG),--kubeconfig=$(K8S_KUBECONFIG)) $(if $(K8S_CONTEXT),--context=$(K8S_CONTEXT)) --namespace=$(K8S_NAMESPACE)
 
-.PHONY: k8s-deploy k8s-demo k8s-examples sql-k8s ui-k8s kind-up kind-demo kind-down k8s-static
+.PHONY: k8s-deploy k8s-demo k8s-examples sql-k8s ui-k8s kind-node-image kind-up kind-demo kind-down kind-status k8s-static
 
 k8s-deploy: tools | $(CONTAINERS_CONF) ## deploy to K8S_TARGET (local|kind|eks; K8S_CONTEXT): images, dev backends, Spark Operator (CRDs first), metastore (+ helm test), logberg
 	$(IMAGES) build $(DEPLOY_IMAGES)
@@ -61,17 +67,21 @@ ui-k8s: ## Spark UIs on a local port until Ctrl-C: the History Server and its ap
 k8s-examples: tools ## regenerate charts/logberg/examples/*.yaml from the chart (values-kind.yaml)
 	$(K8S_PYTHON) charts/render_examples.py --helm=$(HELM)
 
-kind-up: ## a kind cluster (pinned node image), then the same flow as k8s-deploy with K8S_TARGET=kind (idempotent)
-	@$(NEED_KIND); $(NEED_DOCKER)
-	@KIND="$(KIND)" charts/scripts/kind-up.sh $(KIND_CLUSTER) charts/kind/kind-config.yaml $(call pin,kubernetes,kind_node_image)
+kind-node-image: $(VENV)/.installed | $(CONTAINERS_CONF) ## build logberg's offline kind node image (no registry needed; rebuilt when an input changed; podman)
+	$(KIND_RUN) node-image
+
+kind-up: tools | $(CONTAINERS_CONF) ## create the kind cluster (Docker, else podman; kind from PATH, else built from the Go proxy; KIND_NODE_IMAGE), then k8s-deploy to it (idempotent)
+	$(KIND_RUN) up --name $(KIND_CLUSTER) --config $(KIND_CONFIG)
 	$(MAKE) --no-print-directory k8s-deploy K8S_TARGET=kind
 
 kind-demo: ## the same demo as k8s-demo, on kind
 	$(MAKE) --no-print-directory k8s-demo K8S_TARGET=kind
 
-kind-down: ## delete the kind cluster (and everything in it)
-	@$(NEED_KIND)
-	$(KIND) delete cluster --name $(KIND_CLUSTER)
+kind-down: ## delete the kind cluster and everything of it on this host (its node, volume, network; exits 1 only if something remains)
+	$(KIND_RUN) down --name $(KIND_CLUSTER) --config $(KIND_CONFIG)
+
+kind-status: ## whether the kind cluster's node runs
+	@$(KIND_RUN) status --name $(KIND_CLUSTER) --config $(KIND_CONFIG)
 
 k8s-static: checkov ## static chart/image checks: helm lint, kubernetes-validate, checkov, structure
 	$(VENV)/bin/pytest -m static tests/static/test_charts.py tests/static/test_images.py -q

@@ -23,6 +23,8 @@ class KubePins:
     network_policies: str  # sigs.k8s.io/kube-network-policies, without the v
     cni_plugins: str
     kind_node_image: str
+    kind: str  # sigs.k8s.io/kind, without the v
+    local_path_provisioner: str  # github.com/rancher/local-path-provisioner, without the v
 
     @property
     def tag(self) -> str:
@@ -135,6 +137,8 @@ def pins() -> Pins:
             network_policies=raw["kubernetes"]["network_policies"],
             cni_plugins=raw["kubernetes"]["cni_plugins"],
             kind_node_image=raw["kubernetes"]["kind_node_image"],
+            kind=raw["kubernetes"]["kind"],
+            local_path_provisioner=raw["kubernetes"]["local_path_provisioner"],
         ),
         kafka=KafkaPins(**raw["kafka"]),
         base_name=raw["base"]["image"],

@@ -1049,7 +1049,7 @@ def test_k8s_mk_targets_have_help_and_tools_fallbacks() -> None:
         assert re.search(rf"^{target}:.*## ", mk, re.M), target
     assert "$(TOOLS)/bin/helm" in mk and "$(TOOLS)/bin/kubectl" in mk
     assert "tomllib" in mk and "versions.toml" in mk
-    assert "kind-config.yaml" in mk and "kind_node_image" in mk
+    assert "kind-config.yaml" in mk
     proc = subprocess.run(
         ["make", "-n", "images", "KIND=kind", "DOCKER=docker"],
         cwd=REPO,
@@ -1158,7 +1158,7 @@ def test_spark_connect_has_the_applications_image_conf_and_pods() -> None:
         assert defaults.get(key) == value, key
     assert defaults["spark.connect.grpc.binding.port"] == "15002"
     assert defaults["spark.executor.memoryOverhead"] == "512m"
-    assert defaults["spark.kubernetes.executor.request.cores"] == "250m"
+    assert defaults["spark.kubernetes.executor.request.cores"] == "100m"  # values-kind.yaml: small requests for one node
     assert not SECRET_PATTERN.search(cm["data"]["spark-defaults.conf"])
     # No token in it (the clients' token is the server's env), but in what Spark redacts.
     from logberg.lakehouse.session import REDACTION

@@ -15,7 +15,7 @@ import pytest
 from logberg import cli
 from logberg.cli.command import Command, config_from
 
-PLATFORM = {"local", "ui", "doctor", "cluster", "k8s", "images", "setup"}
+PLATFORM = {"local", "ui", "doctor", "cluster", "kind", "k8s", "images", "setup"}
 
 
 def test_every_runtime_module_declares_its_command_and_the_platform_joins_by_entry_point() -> None:
@@ -39,6 +39,9 @@ def test_every_action_of_a_group_has_its_own_handler() -> None:
         ["local", "status"],
         ["cluster", "down", "--purge"],
         ["cluster", "load", "a:1", "b:2"],
+        ["kind", "up", "--name", "x", "--config", "c.yaml"],
+        ["kind", "down"],
+        ["kind", "node-image"],
         ["k8s", "-n", "x", "deploy", "--target", "kind"],
         ["k8s", "wait", "job", "--selector", "a=b", "--timeout", "5"],
         ["k8s", "wait", "app", "logberg-ingest"],

@@ -28,7 +28,8 @@ TARGETS_BEFORE = {
     "report-screenshot", "browser", "test", "test-fast", "lint", "bench", "bench-tools",
     "clean", "images", "image-spark", "image-hive-metastore", "image-spark-operator",
     "image-archive", "base-images", "test-images", "k8s-deploy", "k8s-demo", "sql-k8s",
-    "k8s-examples", "kind-up", "kind-demo", "kind-down", "checkov", "k8s-static",
+    "k8s-examples", "kind-node-image", "kind-up", "kind-demo", "kind-down", "kind-status",
+    "checkov", "k8s-static",
     "eks-tools", "eks-init", "eks-lock", "eks-plan", "eks-up", "eks-values", "eks-push",
     "eks-deploy", "eks-demo", "eks-down", "eks-minio", "eks-checkov-venv", "eks-lint",
     "cluster-build", "cluster-up", "cluster-down", "cluster-status", "cluster-load",
@@ -408,16 +409,14 @@ def test_k8s_scripts_name_what_is_missing() -> None:
     assert proc.returncode == 2 and "WAIT_SECONDS" in proc.stderr
     proc = run("charts/scripts/sql-k8s.sh", stdin="select 1;")
     assert proc.returncode != 0 and "KC" in proc.stderr
-    proc = run("charts/scripts/kind-up.sh", "logberg", "charts/kind/kind-config.yaml")
-    assert proc.returncode != 0 and "kind_node_image" in proc.stderr
 
 
 def test_make_names_a_missing_kubectl_or_kind(tmp_path: Path) -> None:
     proc = make("k8s-demo", "KUBECTL=/nonexistent/kubectl", home=tmp_path)
     assert proc.returncode != 0
     assert "error: '/nonexistent/kubectl' not found. Run 'make tools'" in proc.stderr
-    proc = make("kind-up", "KIND=/nonexistent/kind", home=tmp_path)
-    assert proc.returncode != 0 and "error: '/nonexistent/kind' not found." in proc.stderr
+    proc = make("kind-down", "KIND=/nonexistent/kind", "KIND_CLUSTER=lb-unit-absent", home=tmp_path)
+    assert proc.returncode != 0 and "KIND=/nonexistent/kind: not found" in proc.stdout + proc.stderr
 
 
 # ------------------------------------------------------------------ eks/scripts

@@ -118,7 +118,7 @@ def rules() -> dict[str, tuple[set[str], str]]:
 
 def needs_of_targets() -> dict[str, set[str]]:
     """The targets that need EKS (terraform and the AWS CLI: eks/scripts/tools.sh, or a
-    terraform/tofu command of eks/) or kind ($(NEED_KIND)), directly, through a
+    terraform/tofu command of eks/) or kind ($(KIND_RUN)), directly, through a
     prerequisite or a recursive make, or by deploying with K8S_TARGET=eks|kind."""
     found = rules()
     direct: dict[str, set[str]] = {}
@@ -127,7 +127,7 @@ def needs_of_targets() -> dict[str, set[str]]:
         direct[target] = set()
         if "eks/scripts/tools.sh" in recipe or "$(EKS_TF_CMD)" in recipe:
             direct[target].add("EKS")
-        if "$(NEED_KIND)" in recipe:
+        if "$(KIND_RUN)" in recipe:
             direct[target].add("kind")
         for platform in ("eks", "kind"):
             if f"K8S_TARGET={platform}" in recipe:

@@ -10,9 +10,10 @@ three-line etcd main (etcd's server at the version Kubernetes itself requires), 
 them: the cluster uses the one `make tools` installs from its pinned wheel (the same minor),
 which spares a cold build kubectl's own 190-odd packages and a link.
 
-CoreDNS is built from a second wrapper with only the plugins the cluster's Corefile uses
-(no forward, no cloud back-ends): smaller, faster to build, and unable to send a query off
-the machine. kube-network-policies (the NetworkPolicy enforcer) is built from a third.
+CoreDNS is built from a second wrapper with only the plugins the clusters' Corefiles use
+(the process cluster's, and kubeadm's on kind, which adds prometheus and forward; no cloud
+back-ends): smaller and faster to build. kube-network-policies (the NetworkPolicy enforcer)
+is built from a third.
 
 Both are built against the Kubernetes build's own module versions (`_align`): every module
 they share with it (client-go, api, apimachinery, grpc, protobuf, golang.org/x/...) is

@@ -72,27 +72,45 @@ def go(tools: Path) -> str:
     return str(go)
 
 
-def ensure_versitygw(tools: Path) -> Path:
-    """The pinned versitygw in TOOLS/bin, built once (one builder at a time: `make setup`
-    and the dev-s3 image build may ask at once; the second waits and reuses it)."""
-    binary = tools / "bin" / "versitygw"
-    version = pins().versitygw
-    stamp = tools / "bin" / ".versitygw-version"
-    with folder_lock(tools / "versitygw"):
+def go_install(tools: Path, name: str, package: str, version: str) -> Path:
+    """`go install PACKAGE@VERSION` into TOOLS/bin as `name`, once per version (a stamp
+    records it; one builder at a time: a second caller waits and reuses the binary)."""
+    binary = tools / "bin" / name
+    stamp = tools / "bin" / f".{name}-version"
+    with folder_lock(tools / name):
         if binary.is_file() and stamp.is_file() and stamp.read_text() == version:
             return binary
         (tools / "bin").mkdir(parents=True, exist_ok=True)
-        module = f"github.com/versity/versitygw/cmd/versitygw@{version}"
         proc = subprocess.run(
-            [go(tools), "install", "-trimpath", "-ldflags", "-s -w", module],
+            [go(tools), "install", "-trimpath", "-ldflags", "-s -w", f"{package}@{version}"],
             env=go_build_env(GOBIN=str(tools / "bin")),
             capture_output=True,
             text=True,
         )
         if proc.returncode != 0:
-            raise ServiceError(f"go install versitygw@{version} failed:\n{proc.stderr[-3000:]}")
+            raise ServiceError(f"go install {package}@{version} failed:\n{proc.stderr[-3000:]}")
         stamp.write_text(version)
         return binary
+
+
+def ensure_versitygw(tools: Path) -> Path:
+    """The pinned versitygw in TOOLS/bin (`make setup`; the dev-s3 image build too)."""
+    return go_install(
+        tools, "versitygw", "github.com/versity/versitygw/cmd/versitygw", pins().versitygw
+    )
+
+
+def ensure_kind(tools: Path) -> Path:
+    """kind at the pinned release ([kubernetes].kind), built from the Go proxy."""
+    return go_install(tools, "kind", "sigs.k8s.io/kind", "v" + pins().kube.kind)
+
+
+def ensure_local_path_provisioner(tools: Path) -> Path:
+    """The storage provisioner of the offline kind node image, at its pin."""
+    version = "v" + pins().kube.local_path_provisioner
+    return go_install(
+        tools, "local-path-provisioner", "github.com/rancher/local-path-provisioner", version
+    )
 
 
 def ensure_helm_kubectl(tools: Path) -> tuple[Path, Path]:
@@ -129,9 +147,11 @@ def ensure(tools: Path, names: list[str]) -> list[str]:
     for name in names:
         if name == "versitygw":
             lines.append(f"versitygw: {ensure_versitygw(tools)}")
+        elif name == "kind":
+            lines.append(f"kind: {ensure_kind(tools)}")
         elif name == "helm":
             helm, kubectl = ensure_helm_kubectl(tools)
             lines += [f"helm: {helm}", f"kubectl: {kubectl}"]
         else:
-            raise ConfigError(f"setup tools {name!r}: expected versitygw or helm")
+            raise ConfigError(f"setup tools {name!r}: expected versitygw, kind or helm")
     return lines

@@ -61,11 +61,11 @@ def arguments(p: argparse.ArgumentParser) -> None:
     action(sub, "jars", jars, "resolve the pinned jars and compile logberg's line parser")
     action(sub, "cds", cds, "record the JVM class archive local Spark starts from")
     action(sub, "kubernetes", kubernetes, "build the pinned Kubernetes, etcd and CoreDNS")
-    t = action(sub, "tools", tools, "versitygw, helm and kubectl, the spark-operator chart")
+    t = action(sub, "tools", tools, "versitygw, kind, helm and kubectl, the spark-operator chart")
     t.add_argument(
         "names",
         nargs="*",
-        help="versitygw, helm, spark-operator-chart (default: versitygw and helm)",
+        help="versitygw, kind, helm, spark-operator-chart (default: versitygw and helm)",
     )
 
 

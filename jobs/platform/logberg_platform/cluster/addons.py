@@ -1,8 +1,8 @@
 """Cluster add-ons applied by `up`: CoreDNS (Deployment + the kube-dns Service).
 
-CoreDNS serves only the cluster's own zones. It has no forward plugin (the binary is
-built without it), so a name outside cluster.local is refused instead of being sent to a
-resolver off the machine.
+CoreDNS serves only the cluster's own zones: its Corefile names no forward plugin (the
+binary has one, for kubeadm's Corefile on kind), so a name outside cluster.local is refused
+instead of being sent to a resolver off the machine.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ KUBE_COMMANDS = (
     "kube-scheduler",
     "kubelet",
     "kube-proxy",
+    "kubeadm",  # the kind node image's (kind runs `kubeadm init`); the process cluster needs none
 )
 # Plugins compiled into CoreDNS; their order in the Corefile is CoreDNS's own
 # (dnsserver.Directives), not this tuple's.
@@ -31,6 +32,9 @@ COREDNS_PLUGINS = (
     "health",
     "ready",
     "kubernetes",
+    # `prometheus` (this package) and forward: kubeadm's Corefile, which kind's CoreDNS reads
+    "metrics",
+    "forward",
     "cache",
     "loop",
     "reload",

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -298,21 +299,55 @@ def local_loader(version: str, say: Say) -> Callable[[list[str]], None]:
     return lambda refs: lifecycle.load(cluster, refs, say, also_as)
 
 
-def kind_loader(
-    cluster: str, version: str, say: Say, kind: str = "kind", docker: str = "docker"
-) -> Callable[[list[str]], None]:
-    """Into every node of a kind cluster (`kind load docker-image`), with the version tag."""
+def kind_loader(cluster: str, version: str, say: Say) -> Callable[[list[str]], None]:
+    """Into every node of a kind cluster, under the names a pod's `image:` resolves to
+    (docker.io/library/<ref>) and the version tag. Docker: `kind load docker-image`. podman
+    (kind's `load docker-image` always asks the docker CLI): one `podman save` archive of
+    the images the nodes lack, then `kind load image-archive`; present ones are skipped
+    (their tags are content hashes), and the version tag is moved in each node."""
+    from logberg_platform.kind.cluster import kind_command, kind_env, provider
 
-    def run(argv: list[str]) -> None:
+    tool = provider()
+    env = kind_env(tool)
+    kind = kind_command(os.environ.get("KIND", ""), say)
+
+    def run(argv: list[str]) -> str:
         say("$ " + shlex.join(argv))
-        proc = subprocess.run(argv, capture_output=True, text=True)
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env)
         if proc.returncode != 0:
             raise ServiceError(f"{argv[0]} failed: {proc.stderr.strip() or proc.stdout.strip()}")
+        return proc.stdout
+
+    def full(ref: str) -> str:
+        return f"docker.io/library/{ref}"
 
     def load(refs: list[str]) -> None:
-        aliases = [version_alias(r, version) for r in refs]
-        for ref, alias in zip(refs, aliases, strict=True):
-            run([docker, "tag", ref, alias])
-        run([kind, "load", "docker-image", "--name", cluster, *refs, *aliases])
+        if tool == "docker":
+            aliases = [version_alias(r, version) for r in refs]
+            for ref, alias in zip(refs, aliases, strict=True):
+                run(["docker", "tag", ref, alias])
+            run([kind, "load", "docker-image", "--name", cluster, *refs, *aliases])
+            return
+        nodes = run([kind, "get", "nodes", "--name", cluster]).split()
+        if not nodes:
+            raise ServiceError(f"kind cluster {cluster!r} has no nodes (make kind-up)")
+        for ref in refs:
+            run(["podman", "tag", ref, full(ref)])
+        present = set.intersection(
+            *(set(run([tool, "exec", n, "ctr", "-n", "k8s.io", "images", "ls", "-q"]).split())
+              for n in nodes)
+        )  # fmt: skip
+        missing = [full(r) for r in refs if full(r) not in present]
+        if missing:
+            with tempfile.TemporaryDirectory(prefix="logberg-kind-load-") as tmp:
+                archive = str(Path(tmp) / "images.tar")
+                run(["podman", "save", "--multi-image-archive", "-o", archive, *missing])
+                run([kind, "load", "image-archive", "--name", cluster, archive])
+        for ref in refs:
+            if full(ref) not in missing:
+                say(f"image {full(ref)}: already in the node")
+            for n in nodes:
+                run([tool, "exec", n, "ctr", "-n", "k8s.io", "images", "tag", "--force",
+                     full(ref), full(version_alias(ref, version))])  # fmt: skip
 
     return load

@@ -29,7 +29,9 @@ def write_containers_conf(path: Path) -> Path:
 
     runc where it is installed (crun fails on hybrid-cgroup hosts), and explicit rlimits
     no higher than this process's hard limits (podman's defaults exceed them on VMs where
-    the runtime cannot raise limits, and every container start is then refused)."""
+    the runtime cannot raise limits, and every container start is then refused), and no
+    pids limit: a kind node is one container holding a whole cluster's processes, and
+    podman's default of 2048 starved its Spark pods ("unable to create native thread")."""
     nofile = min(resource.getrlimit(resource.RLIMIT_NOFILE)[1], 65536)
     nproc = min(resource.getrlimit(resource.RLIMIT_NPROC)[1], 16384)
     lines = [
@@ -37,6 +39,7 @@ def write_containers_conf(path: Path) -> Path:
         "# podman and buildah settings for this machine. Regenerate rather than edit.",
         "[containers]",
         f'default_ulimits = ["nofile={nofile}:{nofile}", "nproc={nproc}:{nproc}"]',
+        "pids_limit = 0",
     ]
     runc = shutil.which("runc") or next(
         (p for p in ("/usr/sbin/runc", "/usr/bin/runc") if Path(p).is_file()), None

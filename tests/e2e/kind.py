@@ -1,0 +1,98 @@
+"""The kind cluster of the end-to-end tests: brought up and taken down through the same
+make targets a user runs (`make kind-up`, `make kind-down`), under its own name, so a
+user's `logberg` cluster is never touched."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.conftest import REPO
+
+NAME = os.environ.get("LOGBERG_TEST_KIND_CLUSTER", "logberg-e2e")
+NAMESPACE = "logberg"
+KEEP = os.environ.get("LOGBERG_TEST_KEEP_CLUSTER", "") not in ("", "0")
+TIMEOUT = 3600
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str = NAME
+
+    @property
+    def context(self) -> str:
+        return f"kind-{self.name}"
+
+    def make_vars(self) -> list[str]:
+        return [f"KIND_CLUSTER={self.name}", f"K8S_NAMESPACE={NAMESPACE}", "K8S_TARGET=kind"]
+
+    def make(self, *targets: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
+        """A make target as a user runs it; its output, whatever it exits."""
+        return subprocess.run(
+            ["make", "--no-print-directory", *targets, *self.make_vars()],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    def logberg(self, *args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(REPO / ".venv" / "bin" / "logberg"), *args],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=dict(os.environ, PATH=f"{REPO / '.tools' / 'bin'}:{os.environ['PATH']}"),
+        )
+
+    def running(self) -> bool:
+        proc = self.logberg("kind", "status", "--name", self.name)
+        return "running" in proc.stdout
+
+    def kubectl(self, *args: str, stdin: str | None = None, check: bool = True) -> str:
+        proc = subprocess.run(
+            [kubectl(), f"--context={self.context}", f"--namespace={NAMESPACE}", *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)}: {proc.stderr or proc.stdout}")
+        return proc.stdout
+
+
+def kubectl() -> str:
+    built = REPO / ".tools" / "bin" / "kubectl"
+    return str(built) if built.is_file() else "kubectl"
+
+
+# What a kind cluster may change on the host, and must give back: firewall rules, network
+# links, mounts, listening ports. Lines of other tenants of a shared machine (the process
+# cluster's tests run in another lane) are left out by name.
+FOREIGN = re.compile(r"lbk|logberg-test|cni-podman|KUBE-|CNI-|cali|flannel")
+
+
+def host_picture() -> dict[str, list[str]]:
+    def lines(*cmd: str) -> list[str]:
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        return sorted(ln for ln in proc.stdout.splitlines() if not FOREIGN.search(ln))
+
+    rules = [
+        re.sub(r"\[\d+:\d+\]", "", ln)
+        for family in ("iptables-save", "ip6tables-save", "iptables-legacy-save")
+        for ln in lines(family)
+        if not ln.startswith("#")
+    ]
+    return {
+        "rules": sorted(set(rules)),
+        "links": [re.sub(r"^\d+: (\S+?)(@\S+)?:.*", r"\1", ln) for ln in lines("ip", "-o", "link")],
+        "mounts": sorted(
+            ln.split()[4] for ln in Path("/proc/self/mountinfo").read_text().splitlines()
+        ),
+        "listening": [ln.split()[3] for ln in lines("ss", "-ltnuH") if len(ln.split()) > 3],
+    }
