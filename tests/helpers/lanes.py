@@ -124,6 +124,7 @@ LANES = (
             Step(make=("cluster-build", "test-images")),
             Step(paths=BARE),
             Step(paths=("tests/cluster",), ignore=BARE, after=("setup",)),
+            Step(paths=("tests/e2e",)),  # kind: after the process cluster (setup waited for)
             Step(paths=("tests/containers", *MOVED)),
         ),
     ),

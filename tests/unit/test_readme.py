@@ -1,6 +1,6 @@
 """The README and the manual (docs/pages) stay true: every `make X` they show is a target,
-every `logberg X` a command, and every block of commands that needs EKS or kind says so on
-its first line (`# needs: EKS`, `# needs: kind`)."""
+every `logberg X` a command, and every block of commands that needs EKS says so on
+its first line (`# needs: EKS`)."""
 
 from __future__ import annotations
 
@@ -91,17 +91,17 @@ def test_every_logberg_subcommand_in_the_manual_exists() -> None:
     assert {"maintain", "rollback", "report", "local"} <= {c for _, c in shown}
 
 
-# ------------------------------------------------------------------ commands that need EKS or kind
+# ------------------------------------------------------------------ commands that need EKS
 # A command block (a fenced block of README.md or of the manual) that shows a command needing
-# EKS or kind says so on its first line, `# needs: EKS` or `# needs: kind` (both: `# needs:
-# EKS, kind`), with anything after it in words; every other command is one the tests run.
+# EKS says so on its first line, `# needs: EKS`, with anything after it in words; every other
+# command is one the tests run (kind's flow too: tests/e2e runs it, so nothing is marked
+# `needs: kind` any more, and a block that says so is wrong).
 # Which make targets need them is read from the Makefiles themselves.
 MAKEFILES = ["Makefile", "eks/eks.mk", "charts/k8s.mk", "charts/cluster.mk", "images/images.mk"]
 RULE = re.compile(r"^([a-z][a-z0-9-]*):(?!=)([^#\n]*)[^\n]*\n", re.M)
 NEEDS = re.compile(r"^#\s*needs:(.*)$")
-# Commands that need an AWS account or a kind cluster whatever make says.
+# Commands that need an AWS account whatever make says.
 EKS_PROGRAMS = {"terraform", "tofu", "aws", "eksctl"}
-KIND_PROGRAMS = {"kind"}
 
 
 def rules() -> dict[str, tuple[set[str], str]]:
@@ -118,8 +118,8 @@ def rules() -> dict[str, tuple[set[str], str]]:
 
 def needs_of_targets() -> dict[str, set[str]]:
     """The targets that need EKS (terraform and the AWS CLI: eks/scripts/tools.sh, or a
-    terraform/tofu command of eks/) or kind ($(KIND_RUN)), directly, through a
-    prerequisite or a recursive make, or by deploying with K8S_TARGET=eks|kind."""
+    terraform/tofu command of eks/), directly, through a prerequisite or a recursive make,
+    or by deploying with K8S_TARGET=eks."""
     found = rules()
     direct: dict[str, set[str]] = {}
     edges: dict[str, set[str]] = {}
@@ -127,11 +127,8 @@ def needs_of_targets() -> dict[str, set[str]]:
         direct[target] = set()
         if "eks/scripts/tools.sh" in recipe or "$(EKS_TF_CMD)" in recipe:
             direct[target].add("EKS")
-        if "$(KIND_RUN)" in recipe:
-            direct[target].add("kind")
-        for platform in ("eks", "kind"):
-            if f"K8S_TARGET={platform}" in recipe:
-                direct[target].add("EKS" if platform == "eks" else "kind")
+        if "K8S_TARGET=eks" in recipe:
+            direct[target].add("EKS")
         called = set(re.findall(r"\$\(MAKE\)[^\n]*", recipe))
         words = {w for line in called for w in line.split()}
         edges[target] = (prereqs | words) & set(found)
@@ -147,14 +144,13 @@ def needs_of_targets() -> dict[str, set[str]]:
     return {t: n for t, n in needs.items() if n}
 
 
-def test_the_targets_that_need_eks_or_kind_are_read_from_the_makefiles() -> None:
+def test_the_targets_that_need_eks_are_read_from_the_makefiles() -> None:
     needs = needs_of_targets()
     eks = {t for t, n in needs.items() if "EKS" in n}
-    kind = {t for t, n in needs.items() if "kind" in n}
     assert {"eks-up", "eks-demo", "eks-down", "eks-deploy", "eks-push", "eks-lock"} <= eks
-    assert {"kind-up", "kind-demo", "kind-down"} <= kind
-    # What the tests run: the static checks of eks/, its MinIO, the local cluster's flow.
-    ran = {"eks-lint", "eks-minio", "eks-checkov-venv", "k8s-deploy", "k8s-demo", "cluster-up"}
+    # What the tests run: the static checks of eks/, its MinIO, the kind and local flows.
+    ran = {"eks-lint", "eks-minio", "eks-checkov-venv", "k8s-deploy", "k8s-demo", "cluster-up",
+           "kind-up", "kind-demo", "kind-down", "kind-node-image"}  # fmt: skip
     assert not ran & set(needs), ran & set(needs)
 
 
@@ -174,7 +170,7 @@ def commands(block: str) -> Iterator[list[str]]:
 
 
 def needed(block: str, targets: dict[str, set[str]]) -> set[str]:
-    """What the block's commands need of EKS and kind."""
+    """What the block's commands need of EKS."""
     out: set[str] = set()
     for words in commands(block):
         settings = [w for w in words if re.match(r"^[A-Z_][A-Z0-9_]*=", w)]
@@ -182,13 +178,10 @@ def needed(block: str, targets: dict[str, set[str]]) -> set[str]:
         program = Path(rest[0]).name if rest else ""
         if program in EKS_PROGRAMS:
             out.add("EKS")
-        if program in KIND_PROGRAMS:
-            out.add("kind")
         if program == "make":
             for w in rest[1:]:
                 out |= targets.get(w, set())
         out |= {"EKS" for s in settings if s == "K8S_TARGET=eks"}
-        out |= {"kind" for s in settings if s == "K8S_TARGET=kind"}
     return out
 
 
@@ -215,13 +208,13 @@ def test_every_block_that_needs_eks_or_kind_says_so(page: str) -> None:
     assert not wrong, f"{page}: {rule}: {wrong}"
 
 
-def test_the_manual_shows_the_eks_and_kind_flows_marked() -> None:
-    """The check above is not vacuous: the Kubernetes page has a block of each, and the
-    check sees what an unmarked one would need."""
+def test_the_manual_shows_the_eks_flow_marked() -> None:
+    """The check above is not vacuous: the Kubernetes page has a marked EKS block, and the
+    check sees what an unmarked one would need; kind's flow needs nothing the tests lack."""
     targets = needs_of_targets()
     page = [b for b in blocks(PAGES["docs/pages/kubernetes.md"]) if marked(b)]
-    assert {frozenset(marked(b)) for b in page} >= {frozenset({"EKS"}), frozenset({"kind"})}
-    assert needed("make kind-up\n", targets) == {"kind"}
+    assert {frozenset(marked(b)) for b in page} == {frozenset({"EKS"})}
+    assert needed("make kind-up && make k8s-demo\n", targets) == set()
     assert needed("make k8s-deploy K8S_TARGET=eks  # on EKS\n", targets) == {"EKS"}
     assert needed("AWS_PROFILE=x aws eks update-kubeconfig --name logberg\n", targets) == {"EKS"}
     assert needed("make cluster-up && make k8s-deploy  # K8S_TARGET=kind\n", targets) == set()
