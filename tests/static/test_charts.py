@@ -1159,9 +1159,7 @@ def test_spark_connect_has_the_applications_image_conf_and_pods() -> None:
     assert defaults["spark.connect.grpc.binding.port"] == "15002"
     assert defaults["spark.executor.memoryOverhead"] == "512m"
     # values-kind.yaml: small requests, for kind's one node
-    assert (
-        defaults["spark.kubernetes.executor.request.cores"] == "100m"
-    )  # values-kind.yaml: small requests for one node
+    assert defaults["spark.kubernetes.executor.request.cores"] == "100m"
     assert not SECRET_PATTERN.search(cm["data"]["spark-defaults.conf"])
     # No token in it (the clients' token is the server's env), but in what Spark redacts.
     from logberg.lakehouse.session import REDACTION
