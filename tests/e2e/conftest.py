@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.kind import KEEP, Kind
+from tests.e2e.kind import BEFORE, KEEP, Kind, host_picture
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -24,6 +24,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def kind() -> Iterator[Kind]:
     cluster = Kind()
+    if not cluster.running():
+        BEFORE["host"] = host_picture()
     proc = cluster.make("kind-up")
     assert proc.returncode == 0, (
         f"make kind-up exited {proc.returncode}:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"

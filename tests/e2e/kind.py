@@ -16,6 +16,9 @@ NAME = os.environ.get("LOGBERG_TEST_KIND_CLUSTER", "logberg-e2e")
 NAMESPACE = "logberg"
 KEEP = os.environ.get("LOGBERG_TEST_KEEP_CLUSTER", "") not in ("", "0")
 TIMEOUT = 3600
+# The host as the session's `kind` fixture found it before it made the cluster (None: the
+# cluster ran already, or no test asked for it): test_kind_down.py compares against it.
+BEFORE: dict[str, dict[str, list[str]]] = {}
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,7 @@ def kubectl() -> str:
 # links, mounts, listening ports. Lines of other tenants of a shared machine (the process
 # cluster's tests run in another lane) are left out by name.
 FOREIGN = re.compile(r"lbk|logberg-test|cni-podman|KUBE-|CNI-|cali|flannel")
+ENGINE = re.compile(r'"(conmon|podman|netavark|aardvark-dns|docker-proxy|dockerd|rootlessport)"')
 
 
 def host_picture() -> dict[str, list[str]]:
@@ -94,5 +98,11 @@ def host_picture() -> dict[str, list[str]]:
         "mounts": sorted(
             ln.split()[4] for ln in Path("/proc/self/mountinfo").read_text().splitlines()
         ),
-        "listening": [ln.split()[3] for ln in lines("ss", "-ltnuH") if len(ln.split()) > 3],
+        # The container engine's own listeners (a published API server port, the network's
+        # DNS): the other lane's tests open and close ports of their own meanwhile.
+        "listening": [
+            ln.split()[4]
+            for ln in lines("ss", "-ltnupH")
+            if len(ln.split()) > 4 and ENGINE.search(ln)
+        ],
     }

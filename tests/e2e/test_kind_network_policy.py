@@ -41,6 +41,7 @@ def spark_image(k: Kind) -> str:
 
 
 def probe(k: Kind, labels: dict[str, str]) -> str:
+    """Run PROBE in a pod with these labels until it exits; what it printed."""
     name = f"e2e-probe-{secrets.token_hex(3)}"
     overrides = {
         "apiVersion": "v1",
@@ -48,12 +49,15 @@ def probe(k: Kind, labels: dict[str, str]) -> str:
         "spec": {"securityContext": {"runAsNonRoot": True, "runAsUser": 185}},
     }
     try:
-        return k.kubectl(
-            "run", name, "--rm", "-i", "--quiet", "--restart=Never",
-            f"--image={spark_image(k)}", "--image-pull-policy=Never",
-            f"--overrides={json.dumps(overrides)}", "--pod-running-timeout=5m",
+        k.kubectl(
+            "run", name, "--restart=Never", f"--image={spark_image(k)}",
+            "--image-pull-policy=Never", f"--overrides={json.dumps(overrides)}",
             "--command", "--", "python3", "-c", PROBE,
-        ).strip()  # fmt: skip
+        )  # fmt: skip
+        k.kubectl(
+            "wait", f"pod/{name}", "--for=jsonpath={.status.phase}=Succeeded", "--timeout=300s"
+        )
+        return k.kubectl("logs", name).strip()
     finally:
         k.kubectl("delete", "pod", name, "--ignore-not-found", "--wait=false", check=False)
 

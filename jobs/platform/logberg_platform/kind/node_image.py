@@ -146,7 +146,22 @@ def build(log: Log, make_base: Callable[[], str] | None = None) -> str:
             },
         )
     log(f"kind node image {ref}: built")
+    for name, keep in ((NODE, ref), (COMPONENTS, components), (COREDNS, coredns)):
+        _prune(name, keep, log)
     return ref
+
+
+def _prune(name: str, keep: str, log: Log) -> None:
+    """Remove the older builds of `name` (1 GB each for the node); one a container still
+    runs stays (podman refuses)."""
+    listed = subprocess.run(
+        ["podman", "images", "--format", "{{.Repository}}:{{.Tag}}", name],
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    for old in sorted(set(listed) - {keep}):
+        if subprocess.run(["podman", "rmi", old], capture_output=True).returncode == 0:
+            log(f"image {old}: removed (an older build)")
 
 
 def _build(context: Path, name: str, parent_id: str, log: Log, **build_args: str) -> str:
