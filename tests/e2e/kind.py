@@ -78,6 +78,11 @@ def kubectl() -> str:
 # links, mounts, listening ports. Lines of other tenants of a shared machine (the process
 # cluster's tests run in another lane) are left out by name.
 FOREIGN = re.compile(r"lbk|logberg-test|cni-podman|KUBE-|CNI-|cali|flannel")
+# The container engine's own storage, which it mounts and unmounts as it likes (podman's
+# overlay directory, while any container of the machine runs).
+ENGINE_STORAGE = re.compile(
+    r"^(/var/lib/containers/storage|/run/containers/storage|/var/lib/docker)/"
+)
 ENGINE = re.compile(r'"(conmon|podman|netavark|aardvark-dns|docker-proxy|dockerd|rootlessport)"')
 
 
@@ -96,7 +101,9 @@ def host_picture() -> dict[str, list[str]]:
         "rules": sorted(set(rules)),
         "links": [re.sub(r"^\d+: (\S+?)(@\S+)?:.*", r"\1", ln) for ln in lines("ip", "-o", "link")],
         "mounts": sorted(
-            ln.split()[4] for ln in Path("/proc/self/mountinfo").read_text().splitlines()
+            m
+            for m in (ln.split()[4] for ln in Path("/proc/self/mountinfo").read_text().splitlines())
+            if not ENGINE_STORAGE.match(m)
         ),
         # The container engine's own listeners (a published API server port, the network's
         # DNS): the other lane's tests open and close ports of their own meanwhile.

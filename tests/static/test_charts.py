@@ -1022,7 +1022,14 @@ def _make_targets() -> set[str]:
 def test_readme_make_targets_exist() -> None:
     readme = (CHARTS / "README.md").read_text()
     mentioned = set(re.findall(r"\bmake ([a-z0-9][a-z0-9_-]*)", readme))
-    assert {"k8s-deploy", "k8s-demo", "kind-up", "kind-down", "kind-node-image", "sql-k8s"} <= mentioned
+    assert {
+        "k8s-deploy",
+        "k8s-demo",
+        "kind-up",
+        "kind-down",
+        "kind-node-image",
+        "sql-k8s",
+    } <= mentioned
     missing = mentioned - _make_targets()
     assert not missing, f"README mentions make targets that do not exist: {missing}"
 

@@ -333,6 +333,13 @@ def kind_loader(cluster: str, version: str, say: Say) -> Callable[[list[str]], N
             raise ServiceError(f"kind cluster {cluster!r} has no nodes (make kind-up)")
         for ref in refs:
             run(["podman", "tag", ref, full(ref)])
+        try:
+            load_tagged(nodes, refs)
+        finally:  # the docker.io names were for the archive only: podman keeps its own
+            for ref in refs:
+                subprocess.run(["podman", "untag", full(ref), full(ref)], capture_output=True)
+
+    def load_tagged(nodes: list[str], refs: list[str]) -> None:
         present = set.intersection(
             *(set(run([tool, "exec", n, "ctr", "-n", "k8s.io", "images", "ls", "-q"]).split())
               for n in nodes)
