@@ -46,16 +46,17 @@ def content_tag(context: Path, base_id: str = "") -> str:
     return digest.hexdigest()[:16]
 
 
-def podman_build(context: Path, ref: str, base: str) -> None:
-    """Build one image with podman. The one call the images builder will take over."""
+def podman_build(context: Path, ref: str, base: str = "", **build_args: str) -> None:
+    """Build one image with podman (`base`: its BASE_IMAGE build argument). The rlimits of
+    RUN steps come from CONTAINERS_CONF: this host's root may not raise them."""
+    args = {"BASE_IMAGE": base, **build_args} if base else build_args
     run(
         [
             "podman", "--runtime", "runc", "build", "--pull=never",
-            "--ulimit", "nofile=65536:65536", "--ulimit", "nproc=65536:65536",
-            "--build-arg", f"BASE_IMAGE={base}",
+            *(f"--build-arg={k}={v}" for k, v in args.items()),
             "-f", str(context / "Dockerfile"), "-t", ref, str(context),
         ],
-        timeout=900,
+        timeout=1800,
     )  # fmt: skip
 
 
@@ -71,7 +72,7 @@ def base_image(log: Log, make: Callable[[], str] | None = None) -> tuple[str, st
     p = pins()
     for ref in (p.base, p.base_name):
         if podman_has(ref):
-            return ref, _image_id(ref)
+            return ref, image_id(ref)
     if make is None:
         raise ServiceError(
             f"podman has neither {p.base} nor {p.base_name}. Where no registry answers, "
@@ -79,10 +80,10 @@ def base_image(log: Log, make: Callable[[], str] | None = None) -> tuple[str, st
         )
     log(f"podman has neither {p.base} nor {p.base_name}: making the base")
     ref = make()
-    return ref, _image_id(ref)
+    return ref, image_id(ref)
 
 
-def _image_id(ref: str) -> str:
+def image_id(ref: str) -> str:
     return run(["podman", "image", "inspect", "--format", "{{.Id}}", ref]).strip()
 
 
@@ -95,7 +96,7 @@ def build_pause(base: tuple[str, str], log: Log) -> str:
             ["gcc", "-static", "-Os", "-s", "-Wall", "-Wextra", "-Werror",
              "-o", str(ctx / "pause"), str(src / "pause.c")]
         )  # fmt: skip
-        return _build(ctx, PAUSE, base, log)
+        return build(ctx, PAUSE, base[1], log, BASE_IMAGE=base[0])
 
 
 def build_coredns(coredns_binary: Path, base: tuple[str, str], log: Log) -> str:
@@ -104,17 +105,17 @@ def build_coredns(coredns_binary: Path, base: tuple[str, str], log: Log) -> str:
         ctx = Path(tmp)
         shutil.copy(src / "Dockerfile", ctx / "Dockerfile")
         shutil.copy(coredns_binary, ctx / "coredns")
-        return _build(ctx, COREDNS, base, log)
+        return build(ctx, COREDNS, base[1], log, BASE_IMAGE=base[0])
 
 
-def _build(ctx: Path, name: str, base_image: tuple[str, str], log: Log) -> str:
-    base, base_id = base_image
-    ref = f"{name}:{content_tag(ctx, base_id)}"
+def build(context: Path, name: str, parent_id: str, log: Log, **build_args: str) -> str:
+    """`name:<hash of the context and of the parent image's id>`, built where podman lacks it."""
+    ref = f"{name}:{content_tag(context, parent_id)}"
     if podman_has(ref):
         log(f"image {ref}: present")
         return ref
-    log(f"image {ref}: podman build FROM {base}")
-    podman_build(ctx, ref, base)
+    log(f"image {ref}: podman build")
+    podman_build(context, ref, **build_args)
     return ref
 
 

@@ -87,9 +87,10 @@ def build(log: Log, make_base: Callable[[], str] | None = None) -> str:
         for name in COMPONENT_BINARIES:
             shutil.copy(binary(name), ctx / "bin" / name)
         shutil.copy(images / "kind-components" / "logberg-kind-net", ctx / "bin")
-        components = _build(ctx, COMPONENTS, base[1], log, BASE_IMAGE=base[0])
+        components = node_images.build(ctx, COMPONENTS, base[1], log, BASE_IMAGE=base[0])
     variant = images / "kind-components" / "coredns"
-    coredns = _build(variant, COREDNS, _image_id(components), log, COMPONENTS_IMAGE=components)
+    parent = node_images.image_id(components)
+    coredns = node_images.build(variant, COREDNS, parent, log, COMPONENTS_IMAGE=components)
 
     wanted = _kubeadm_images(binaries["kubeadm"], pins.tag)
     preload = Preload(
@@ -105,7 +106,7 @@ def build(log: Log, make_base: Callable[[], str] | None = None) -> str:
     digest = hashlib.sha256()
     digest.update(node_images.content_tag(node_src, base[1]).encode())
     for ref in (components, coredns, pause):
-        digest.update(_image_id(ref).encode())
+        digest.update(node_images.image_id(ref).encode())
     for ref in sorted(preload.refs()):
         digest.update(ref.encode())
     for name in NODE_BINARIES:
@@ -135,15 +136,13 @@ def build(log: Log, make_base: Callable[[], str] | None = None) -> str:
              "--output", str(archive), *preload.refs()],
             timeout=900,
         )  # fmt: skip
-        _podman_build(
+        node_images.podman_build(
             ctx,
             ref,
-            {
-                "BASE_IMAGE": base[0],
-                "KUBE_VERSION": pins.tag,
-                "PAUSE_IMAGE": sandbox,
-                "COMPONENTS_IMAGE": components,
-            },
+            base[0],
+            KUBE_VERSION=pins.tag,
+            PAUSE_IMAGE=sandbox,
+            COMPONENTS_IMAGE=components,
         )
     log(f"kind node image {ref}: built")
     for name, keep in ((NODE, ref), (COMPONENTS, components), (COREDNS, coredns)):
@@ -159,34 +158,11 @@ def _prune(name: str, keep: str, log: Log) -> None:
         capture_output=True,
         text=True,
     ).stdout.split()
-    for old in sorted(set(listed) - {keep}):
+    # The filter lists every name of a matching image (the preload's registry.k8s.io ones
+    # too): only this name's other tags go.
+    for old in sorted(r for r in set(listed) - {keep} if r.startswith(f"{name}:")):
         if subprocess.run(["podman", "rmi", old], capture_output=True).returncode == 0:
             log(f"image {old}: removed (an older build)")
-
-
-def _build(context: Path, name: str, parent_id: str, log: Log, **build_args: str) -> str:
-    """`name:<hash of the context and the parent image>`, built with podman where missing.
-    The rlimits come from CONTAINERS_CONF (this host's root may not raise them)."""
-    ref = f"{name}:{node_images.content_tag(context, parent_id)}"
-    if node_images.podman_has(ref):
-        log(f"image {ref}: present")
-        return ref
-    log(f"image {ref}: podman build")
-    _podman_build(context, ref, build_args)
-    return ref
-
-
-def _podman_build(context: Path, ref: str, build_args: dict[str, str]) -> None:
-    args = [f"--build-arg={k}={v}" for k, v in build_args.items()]
-    run(
-        ["podman", "--runtime", "runc", "build", "--pull=never", *args,
-         "-f", str(context / "Dockerfile"), "-t", ref, str(context)],
-        timeout=1800,
-    )  # fmt: skip
-
-
-def _image_id(ref: str) -> str:
-    return run(["podman", "image", "inspect", "--format", "{{.Id}}", ref]).strip()
 
 
 def _kubeadm_images(kubeadm: Path, version: str) -> list[str]:
