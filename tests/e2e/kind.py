@@ -13,7 +13,12 @@ from pathlib import Path
 from tests.conftest import REPO
 
 NAME = os.environ.get("LOGBERG_TEST_KIND_CLUSTER", "logberg-e2e")
-NAMESPACE = "logberg"
+# The release's namespace, not the default: every name must follow K8S_NAMESPACE.
+NAMESPACE = "lbtest"
+OPERATOR_NAMESPACE = "lbtest-operator"
+# The session's files: its kubeconfig (kind writes the cluster's context there, not into
+# the user's ~/.kube/config), the deploy steps' outputs, the Pushgateway's data.
+HOME = Path(f"/tmp/{NAME}-tests")
 KEEP = os.environ.get("LOGBERG_TEST_KEEP_CLUSTER", "") not in ("", "0")
 TIMEOUT = 3600
 # The host as the session's `kind` fixture found it before it made the cluster (None: the
@@ -30,7 +35,20 @@ class Kind:
         return f"kind-{self.name}"
 
     def make_vars(self) -> list[str]:
-        return [f"KIND_CLUSTER={self.name}", f"K8S_NAMESPACE={NAMESPACE}", "K8S_TARGET=kind"]
+        return [
+            "K8S_TARGET=kind",
+            f"KIND_CLUSTER={self.name}",
+            f"K8S_NAMESPACE={NAMESPACE}",
+            f"OPERATOR_NAMESPACE={OPERATOR_NAMESPACE}",
+        ]
+
+    def env(self) -> dict[str, str]:
+        """kind, kubectl and helm from the tools directory; the session's kubeconfig."""
+        return dict(
+            os.environ,
+            PATH=f"{REPO / '.tools' / 'bin'}:{os.environ['PATH']}",
+            KUBECONFIG=str(HOME / "kubeconfig"),
+        )
 
     def make(self, *targets: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
         """A make target as a user runs it; its output, whatever it exits."""
@@ -40,6 +58,7 @@ class Kind:
             capture_output=True,
             text=True,
             timeout=timeout,
+            env=self.env(),
         )
 
     def logberg(self, *args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
@@ -49,24 +68,12 @@ class Kind:
             capture_output=True,
             text=True,
             timeout=timeout,
-            env=dict(os.environ, PATH=f"{REPO / '.tools' / 'bin'}:{os.environ['PATH']}"),
+            env=self.env(),
         )
 
     def running(self) -> bool:
         proc = self.logberg("kind", "status", "--name", self.name)
         return "running" in proc.stdout
-
-    def kubectl(self, *args: str, stdin: str | None = None, check: bool = True) -> str:
-        proc = subprocess.run(
-            [kubectl(), f"--context={self.context}", f"--namespace={NAMESPACE}", *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        if check and proc.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)}: {proc.stderr or proc.stdout}")
-        return proc.stdout
 
 
 def kubectl() -> str:

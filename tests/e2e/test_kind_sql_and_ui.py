@@ -14,15 +14,16 @@ import urllib.request
 import pytest
 
 from tests.conftest import REPO
-from tests.e2e.kind import Kind
+from tests.e2e.framework import Deployed
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 
-def test_sql_k8s_answers_through_the_metastore(kind: Kind) -> None:
+def test_sql_k8s_answers_through_the_metastore(deployed: Deployed) -> None:
     proc = subprocess.run(
-        ["make", "--no-print-directory", "sql-k8s", *kind.make_vars()],
+        ["make", "--no-print-directory", "sql-k8s", *deployed.make_vars],
         cwd=REPO,
+        env=deployed.env,
         input="SHOW DATABASES;\nSELECT 40 + 2 AS answer;\n",
         capture_output=True,
         text=True,
@@ -34,10 +35,11 @@ def test_sql_k8s_answers_through_the_metastore(kind: Kind) -> None:
     assert "42" in lines, proc.stdout[-2000:]
 
 
-def test_ui_k8s_serves_the_history_server(kind: Kind) -> None:
+def test_ui_k8s_serves_the_history_server(deployed: Deployed) -> None:
     ui = subprocess.Popen(
-        ["make", "--no-print-directory", "ui-k8s", *kind.make_vars()],
+        ["make", "--no-print-directory", "ui-k8s", *deployed.make_vars],
         cwd=REPO,
+        env=deployed.env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -11,27 +11,25 @@ the second lane fills that idle time.
 * Each lane is a few steps, run in order: `make` of what its tests need and the other
   lane's do not, then pytest. A failed make ends its lane; a failing pytest does not (its
   lane's later pytests still run and report) unless the arguments say -x. So the local
-  lane's tests start while the cluster lane still builds Kubernetes and the images (on a
-  cold machine, a quarter of an hour of Go and image builds), and the MinIO build waits
-  until the only test that needs it is next.
+  lane's tests start while the cluster lane still builds Kubernetes, the kind node image
+  and the images (on a cold machine, a quarter of an hour of Go and image builds), and
+  the MinIO build waits until the only test that needs it is next.
 * `make setup` (the jars, the S3 server, the JVM class archive: 1.5 min warm, 4 cold) is
   the local lane's first step, beside the cluster lane's builds, which do not need it. The
   cluster lane's pytests wait for it (`Step.after`): the containers tier and MOVED read
-  tables back with a local Spark, which needs the jars, and the deployed cluster's tests
-  wait too. They started without waiting at 1fb4e3c (85 s sooner on a warm machine) and
-  failed on CI's warm machine, the deployment beside `setup`, in a way the end of the log
-  did not show; until that is understood, the deployment starts where it passed (eee1827).
-  The bare cluster's files (BARE) need nothing of `setup` and deploy nothing: they run
-  first, in a pytest of their own, beside it. On a cold machine the builds outlast `setup`
-  anyway.
+  tables back with a local Spark, which needs the jars, and the kind cluster's tests
+  (tests/e2e) wait too. They started without waiting at 1fb4e3c (85 s sooner on a warm
+  machine) and failed on CI's warm machine, the deployment beside `setup`, in a way the
+  end of the log did not show; until that is understood, the deployment starts where it
+  passed (eee1827). On a cold machine the builds outlast `setup` anyway.
 * The `cluster` lane keeps the CPU when both want it: the other lane runs at `nice`
   NICE, so a test that waits on the cluster is not slowed by much, and each lane's own
   timeouts stay as they were (no test asserts a time).
 * The containers tier stays in the cluster lane, after it (and then one integration file,
   MOVED, to even the lanes' ends): its podman networks change the host's iptables, which
-  the cluster's own tests compare before and after.
+  test_kind_down.py compares before and after.
 * The lanes share nothing else: each integration service takes a free port
-  (tests/conftest.py), the cluster's homes are /tmp/lbk-*, and the leftovers reaper removes
+  (tests/conftest.py), the kind cluster has a name of its own, and the leftovers reaper removes
   only what a dead run left.
 
 Each lane's lines are printed as they come, prefixed with the lane's name; each pytest
@@ -56,8 +54,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from tests.cluster import order as cluster_order
 
 REPO = Path(__file__).resolve().parents[2]
 NICE = 5
@@ -110,21 +106,14 @@ class Lane:
 # grew again (the broker's restart and the lag probe): test_log_format_tables.py (55 s
 # warm) is back in the local lane.
 MOVED = ("tests/integration/test_spark_modes.py",)
-# The bare cluster's files (tests/cluster/order.py BARE): no test of theirs takes `deployed`,
-# and none needs what `make setup` makes, so they run first, while the local lane makes it,
-# instead of waiting for it (60e3bc5's warm run: a 93 s wait, this pytest's ~100 s). The
-# deployment, which failed once beside `setup` (1fb4e3c, above), still starts after it.
-BARE = tuple(f"tests/cluster/{name}.py" for name in cluster_order.BARE)
 # The only test of the MinIO that `make eks-minio` builds (cold: 5 min of Go).
 EKS = "tests/integration/test_eks_s3_policies.py"
 LANES = (
     Lane(
         "cluster",
         (
-            Step(make=("cluster-build", "test-images")),
-            Step(paths=BARE),
-            Step(paths=("tests/cluster",), ignore=BARE, after=("setup",)),
-            Step(paths=("tests/e2e",)),  # kind: after the process cluster (setup waited for)
+            Step(make=("kind-node-image", "test-images")),
+            Step(paths=("tests/e2e",), after=("setup",)),
             Step(paths=("tests/containers", *MOVED)),
         ),
     ),

@@ -2,7 +2,7 @@
 StatefulSet, ready by a Kafka call, its policy and topic Job), and in the logberg chart the
 stream from a topic, the generator producing to it, the Kafka clients' egress and the
 Kafka examples. The policies are proven by connecting, from inside pods, in
-tests/cluster/test_network_policies.py; the stream itself in tests/cluster/test_kafka_stream.py.
+tests/e2e/test_network_policies.py; the stream itself in tests/e2e/test_kafka_stream.py.
 """
 
 from __future__ import annotations

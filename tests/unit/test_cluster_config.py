@@ -7,7 +7,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -144,36 +143,6 @@ def test_a_bridge_left_by_another_cluster_is_named_with_the_command_that_removes
     assert foreign.returncode == 2, foreign.stdout + foreign.stderr
     assert "did not create it" in foreign.stderr and "LOGBERG_CLUSTER_BRIDGE" in foreign.stderr
     assert not (tmp_path / "cluster" / "host-record.json").exists()
-
-
-def test_only_test_cluster_homes_with_no_live_process_are_stale(tmp_path: Path) -> None:
-    from tests.helpers.leftovers import MIN_AGE_S, stale_cluster_homes
-
-    dead, live, unstarted, other = (
-        tmp_path / n for n in ("lbk-dead", "lbk8s-live", "lbk-unstarted", "mine")
-    )
-    for home in (dead, live, unstarted, other):
-        home.mkdir()
-    for home in (dead, live, other):
-        (home / "host-record.json").write_text("{}")
-    # The holder names the home in its own command line and never forks: `read` is a shell
-    # builtin. (A `sh -c "sleep 60"` forks a child that carries sh's command line until it
-    # execs sleep; killed in that window, the child outlives sh still naming the home.) It
-    # waits for its stdin, so closing that ends it; Popen returns once sh has exec'd.
-    holder = subprocess.Popen(["sh", "-c", "read _", f"{live.resolve()}/x"], stdin=subprocess.PIPE)
-    try:
-        assert stale_cluster_homes(tmp_path, min_age_s=0) == [dead]
-    finally:
-        assert holder.stdin is not None
-        holder.stdin.close()
-        holder.wait(timeout=60)
-    assert stale_cluster_homes(tmp_path, min_age_s=0) == [dead, live]
-    # A record written moments ago may be a run that is just starting its processes.
-    assert stale_cluster_homes(tmp_path) == []
-    old = time.time() - 2 * MIN_AGE_S
-    for home in (dead, live):
-        os.utime(home / "host-record.json", (old, old))
-    assert stale_cluster_homes(tmp_path) == [dead, live]
 
 
 def test_a_client_with_the_clusters_kubeconfig_is_not_a_process_of_the_cluster(

@@ -1,6 +1,6 @@
 """`logberg k8s` without a cluster: settings that fail fast naming themselves, and the errors
 a user sees when no API server answers or the kubeconfig is wrong (a real HTTPS listener
-that is not Kubernetes, and a closed port). The live cluster is tests/cluster/."""
+that is not Kubernetes, and a closed port). The live cluster is tests/e2e/ (kind)."""
 
 from __future__ import annotations
 

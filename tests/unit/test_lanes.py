@@ -4,7 +4,6 @@ every lane's make targets exist."""
 
 from __future__ import annotations
 
-import ast
 import re
 import subprocess
 from pathlib import Path
@@ -45,45 +44,16 @@ def test_every_tier_is_in_exactly_one_lane_and_the_containers_follow_the_cluster
                 assert sum(path in s.ignore for _, s in steps) == 1, path
                 home = next(s for _, s in steps if str(Path(path).parent) in s.paths)
                 assert f"--ignore={path}" in command(lane, home, [])
-    cluster = next(lane for lane in LANES if "tests/cluster" in lane.paths)
-    assert cluster.paths.index("tests/containers") > cluster.paths.index("tests/cluster")
+    cluster = next(lane for lane in LANES if "tests/e2e" in lane.paths)
+    assert cluster.paths.index("tests/containers") > cluster.paths.index("tests/e2e")
     assert cluster.nice == 0 and all(lane.nice > 0 for lane in LANES if lane is not cluster)
     assert command(LANES[1], LANES[1].steps[0], ["-x"])[:3] == ["nice", "-n", str(lanes.NICE)]
-
-
-def fixtures_taken(path: Path) -> set[str]:
-    """The parameter names of a test file's functions: the fixtures its tests and its own
-    fixtures take."""
-    tree = ast.parse(path.read_text())
-    return {
-        a.arg
-        for node in ast.walk(tree)
-        if isinstance(node, ast.FunctionDef)
-        for a in node.args.args
-    }
-
-
-def test_the_bare_cluster_files_are_those_that_take_no_deployment() -> None:
-    """BARE runs before `make setup` is made: none of its files takes the deployed
-    cluster (which starts after it), every file that takes only the bare one is in it, and
-    test_cluster_down, which takes the bare cluster down, is its last."""
-    here = lanes.REPO / "tests" / "cluster"
-    files = sorted(here.glob("test_*.py"))
-    taken = {f"tests/cluster/{f.name}": fixtures_taken(f) for f in files}
-    assert set(lanes.BARE) <= set(taken)
-    for path in lanes.BARE:
-        assert "deployed" not in taken[path], path
-    for path, names in taken.items():
-        if "deployed" not in names:
-            assert path in lanes.BARE, path
-    assert lanes.BARE[-1] == "tests/cluster/test_cluster_down.py"
-    assert any("cluster" in taken[p] for p in lanes.BARE)
 
 
 def test_each_lane_makes_what_its_tests_need_before_them() -> None:
     cluster, local = LANES
     for lane, needs, tests in (
-        (cluster, {"cluster-build", "test-images"}, "tests/cluster"),
+        (cluster, {"kind-node-image", "test-images"}, "tests/e2e"),
         (local, {"setup", "checkov", "browser"}, "tests/static"),
         (local, {"eks-minio"}, lanes.EKS),
     ):
@@ -93,13 +63,11 @@ def test_each_lane_makes_what_its_tests_need_before_them() -> None:
     # The cluster lane's pytests need `make setup` too (the containers tier and
     # test_spark_modes: the jars, for their local Spark): the first waits for the local
     # lane's, which runs beside the cluster's builds; the second follows it.
-    # The bare cluster's files (BARE) need nothing of it and run first, without waiting.
-    deployed = next(i for i, s in enumerate(cluster.steps) if "tests/cluster" in s.paths)
+    deployed = next(i for i, s in enumerate(cluster.steps) if "tests/e2e" in s.paths)
     assert cluster.steps[deployed].after == ("setup",)
     waits = [i for i, s in enumerate(cluster.steps) if s.after]
     pytests = [i for i, s in enumerate(cluster.steps) if s.paths]
-    assert waits == [deployed] and pytests[:2] == [deployed - 1, deployed]
-    assert cluster.steps[deployed - 1].paths == lanes.BARE
+    assert waits == [deployed] and pytests[0] == deployed
     assert "setup" not in cluster.targets
     # Every target exists: make -n expands them (a typo fails here, not an hour into CI).
     targets = sorted({t for lane in LANES for t in lane.targets})

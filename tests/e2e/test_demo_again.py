@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import EndpointConnectionError
 
-from tests.cluster.framework import BUCKET, Deployed, wait_for
+from tests.e2e.framework import BUCKET, Deployed, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 

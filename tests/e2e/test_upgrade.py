@@ -7,12 +7,12 @@ import re
 
 import pytest
 
-from tests.cluster.framework import (
+from tests.conftest import REPO
+from tests.e2e.framework import (
     METASTORE_PODS,
     NS,
     Deployed,
 )
-from tests.conftest import REPO
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 

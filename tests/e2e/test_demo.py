@@ -1,4 +1,4 @@
-"""The demo as the README runs it (`make cluster-up k8s-deploy k8s-demo`), its tables
+"""The demo as the README runs it (`make kind-up`, then `make k8s-demo`), its tables
 against the generator's manifest and against what the embedded default makes of the same
 files."""
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from logberg.lakehouse import schema
-from tests.cluster.framework import (
+from tests.e2e.framework import (
     BUCKET,
     LANDING,
     Deployed,
@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 
 def test_deploy_and_demo_ran_as_the_readme_says(deployed: Deployed) -> None:
-    deploy = deployed.outputs["k8s-deploy"]
+    deploy = deployed.outputs["kind-up"]  # the cluster, then k8s-deploy
     for step in ("== images into the node", "spark-operator 2.5.2 (CRDs first)", "helm test"):
         assert step in deploy, deploy[-3000:]
     assert "--server-side" in deploy  # the CRDs are applied, not left to Helm

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.cluster.framework import (
+from tests.conftest import REPO
+from tests.e2e.framework import (
     CONTEXT,
     NS,
     Deployed,
@@ -26,8 +27,7 @@ from tests.cluster.framework import (
     truth,
     unique,
 )
-from tests.cluster.netprobe import delete_probe_pods, probe, start_probe_pods
-from tests.conftest import REPO
+from tests.e2e.netprobe import delete_probe_pods, probe, start_probe_pods
 
 # Every generated file ingested first (an earlier, interrupted run may have left some).
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.usefixtures("settled")]

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cluster.framework import (
+from tests.conftest import REPO
+from tests.e2e.framework import (
     NS,
     Deployed,
     assert_exact,
     wait_for,
 )
-from tests.conftest import REPO
 
 # Every generated file ingested first (an earlier, interrupted run may have left some).
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.usefixtures("settled")]

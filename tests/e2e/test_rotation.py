@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.cluster.framework import (
+from tests.e2e.framework import (
     EXAMPLES,
     METASTORE_PODS,
     NS,

@@ -1,8 +1,9 @@
 """What the jobs show, through a real Prometheus and `logberg k8s ui`.
 
 The release pushes to a Pushgateway on this machine (chart value monitoring.pushgatewayUrl,
-set by the cluster conftest before the deploy; the pods reach it at the node's address,
-the cluster's bridge), and Prometheus (Debian's, `make prometheus`) scrapes it:
+set by the e2e conftest before the deploy; the pods reach it at this machine's address,
+through the kind node), and Prometheus (Debian's, `make prometheus`) scrapes it, and the
+pods too, at their own addresses (a route to the node's pod network, for the test):
 - the demo's ingest and analytics SparkApplications, the plain examples, pushed their
   figures, and PromQL gives the demo generator's manifest;
 - the streaming example (`ingest --follow`, which runs until deleted) pushes each
@@ -24,8 +25,8 @@ from typing import Any
 
 import pytest
 
-from tests.cluster.framework import BUCKET, EXAMPLES, LANDING, OPERATOR_NS, Deployed, wait_for
-from tests.cluster.test_history_server import get, ui
+from tests.e2e.framework import BUCKET, EXAMPLES, LANDING, OPERATOR_NS, Deployed, wait_for
+from tests.e2e.test_history_server import get, ui
 from tests.helpers.prometheus import pod_target, pods_job, prometheus
 from tests.helpers.waiting import eventually
 from tests.static.test_alert_rules import rules
@@ -53,7 +54,10 @@ def test_a_streaming_ingest_pushes_its_figures_and_serves_its_live_ui(
     assert totals["malformed_total"] > 0
     targets = tmp_path / "pods.json"
     targets.write_text("[]")
-    with prometheus(tmp_path, deployed.gateway, extra_jobs=pods_job(targets)) as prom:
+    with (
+        deployed.pod_routes(),
+        prometheus(tmp_path, deployed.gateway, extra_jobs=pods_job(targets)) as prom,
+    ):
         # The demo's own runs (make k8s-demo: kubectl apply of the plain examples), which take
         # the release's metrics settings from its ConfigMap: the last ingest run is the
         # demo's, the first of the session (a reused deployment whose later files ran other

@@ -1,19 +1,16 @@
-"""The live-cluster tests' framework (tests/cluster/conftest.py holds the fixtures).
+"""The end-to-end tests' framework (tests/e2e/conftest.py holds the fixtures).
 
-Two clusters, one at a time (they use the same ports):
+One kind cluster, NAME (LOGBERG_TEST_KIND_CLUSTER, default logberg-e2e, never a user's
+`logberg`), made as the README says: `make kind-up` (the cluster, then k8s-deploy) and `make
+k8s-demo`, with the release in namespace NS and the operator in OPERATOR_NS, so that every
+name must follow K8S_NAMESPACE. Its kubeconfig is a file of the session's home (KUBECONFIG),
+not the user's ~/.kube/config.
 
-* the bare cluster (home /tmp/lbk-tests, context logberg-test): `logberg cluster up`, nothing
-  deployed; tests/cluster/test_cluster_*.py;
-* the deployed cluster (home /tmp/lbk8s-tests, context logberg-k8s-test): `make cluster-up
-  k8s-deploy k8s-demo` exactly as the README says; every other file.
-
-Each file runs alone: the fixture brings its cluster up (taking the other one down) or reuses
-it when it already runs, and for the deployed cluster when its deployment is current (made
-from the same charts, images and code: `deployment_inputs`). The session that brought a
-cluster up takes it down at its end, unless LOGBERG_TEST_KEEP_CLUSTER=1 keeps it for the
-next run; a cluster found running is left running. The outputs of the deploy steps and the
-host as it was before `up` are kept in the cluster's home, so a reused cluster is checked
-as a fresh one.
+Each file runs alone: the fixture brings the cluster up, or reuses it when it runs and its
+deployment is current (made from the same charts, images and code: `deployment_inputs`).
+The session that brought it up takes it down at its end, unless LOGBERG_TEST_KEEP_CLUSTER=1
+keeps it for the next run; a cluster found running is left running. The outputs of the
+deploy steps are kept in the home, so a reused cluster is checked as a fresh one.
 """
 
 from __future__ import annotations
@@ -25,14 +22,13 @@ import json
 import os
 import re
 import secrets
-import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,24 +37,18 @@ import yaml
 
 from logberg_platform.setup_artifacts import kubectl_path as tools_kubectl
 from tests.conftest import REPO
+from tests.e2e.kind import HOME, KEEP, NAME, NAMESPACE, OPERATOR_NAMESPACE, Kind
 from tests.helpers.waiting import eventually
 
-KEEP = os.environ.get("LOGBERG_TEST_KEEP_CLUSTER", "") not in ("", "0")
-PINS_TOML = REPO / "jobs" / "logberg" / "versions.toml"
+__all__ = ["KEEP"]
 
 
 def tools() -> str:
     return os.environ.get("LOGBERG_TOOLS", str(REPO / ".tools"))
 
 
-def _pins() -> dict[str, str]:
-    import tomllib
-
-    return dict(tomllib.loads(PINS_TOML.read_text())["kubernetes"])
-
-
 def kubectl_path() -> Path:
-    return tools_kubectl(Path(tools()).resolve())  # `make tools`' (the cluster's too)
+    return tools_kubectl(Path(tools()).resolve())  # `make tools`'
 
 
 def wait_for(what: str, check: Callable[[], bool], timeout: float = 600, every: float = 2) -> float:
@@ -68,203 +58,22 @@ def wait_for(what: str, check: Callable[[], bool], timeout: float = 600, every: 
     return time.monotonic() - started
 
 
-def cluster_cli(
-    env: dict[str, str], *args: str, timeout: float = 3600
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "logberg.cli", "cluster", *args],
-        env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO,
-    )  # fmt: skip
-
-
-def is_up(env: dict[str, str]) -> bool:
-    home = Path(env["LOGBERG_CLUSTER_HOME"])
-    if not (home / "kubeconfig").exists():
-        return False
-    return "apiserver: /readyz ok" in cluster_cli(env, "status", timeout=120).stdout
-
-
-def take_down(env: dict[str, str], why: str) -> None:
-    """Stop the cluster of this home and undo its host changes; the home goes too."""
-    home = Path(env["LOGBERG_CLUSTER_HOME"])
-    if not home.exists():
-        return
-    print(f"\ntaking down the cluster at {home}: {why}")
-    proc = cluster_cli(env, "down", "--purge", timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    shutil.rmtree(home, ignore_errors=True)
-
-
-# -- the bare cluster ----------------------------------------------------------------------
-
-NODE_HOME = Path("/tmp/lbk-tests")
-NODE_CONTEXT = "logberg-test"
-# An address outside this machine (TEST-NET-2), reached through the default route.
-OUTSIDE = "198.51.100.7"
-TIMEOUT = 180.0
-
-
-def node_env() -> dict[str, str]:
-    return dict(
-        os.environ,
-        LOGBERG_CLUSTER_HOME=str(NODE_HOME),
-        LOGBERG_CLUSTER_CONTEXT=NODE_CONTEXT,
-        LOGBERG_TOOLS=tools(),
-    )
-
-
-def wait_until(what: str, check: Callable[[], bool], timeout: float = TIMEOUT) -> None:
+def wait_until(what: str, check: Callable[[], bool], timeout: float = 180) -> None:
     wait_for(what, check, timeout=timeout, every=1)
-
-
-def node_why_not() -> str | None:
-    if os.geteuid() != 0:
-        return "the local cluster needs root"
-    for cmd in ("containerd", "ctr", "podman", "iptables", "gcc"):
-        if shutil.which(cmd) is None:
-            return f"{cmd} is not installed"
-    return None
-
-
-@dataclass
-class Cluster:
-    env: dict[str, str]
-    home: Path
-    kubectl_bin: Path
-    before: dict[str, object]
-    up_output: str
-
-    def cli(self, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
-        return cluster_cli(self.env, *args, timeout=timeout)
-
-    def kubectl(self, *args: str, stdin: str | None = None, check: bool = True) -> str:
-        proc = subprocess.run(
-            [str(self.kubectl_bin), f"--kubeconfig={self.home / 'kubeconfig'}", *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        if check:
-            assert proc.returncode == 0, f"kubectl {' '.join(args)}: {proc.stderr}"
-        return proc.stdout + (proc.stderr if not check else "")
-
-    def apply(self, doc: dict[str, object]) -> None:
-        self.kubectl("apply", "-f", "-", stdin=json.dumps(doc))
-
-
-# -- the host picture `down` must restore --------------------------------------------------------
-
-# Other tenants of this machine (podman/netavark) change these while we run; they are not ours.
-FOREIGN = re.compile(
-    r"NETAVARK|netavark|podman|veth|/var/lib/containers|/run/containers|/run/netns"
-)
-
-VOLATILE_SYSCTL = re.compile(
-    r"^(fs\.(dentry-state|file-nr|inode-nr|inode-state|aio-nr|quota\.)|kernel\.(ns_last_pid|random\.|pty\.nr)"
-    r"|net\.netfilter\.nf_conntrack_count|net\.ipv[46]\.(conf|neigh)\.(?!all\.|default\.)"
-    # the kernel makes its TCP Fast Open key on first use: zero on a fresh machine until then
-    r"|net\.ipv4\.tcp_fastopen_key)"
-)
-
-
-def host_picture() -> dict[str, object]:
-    def lines(*cmd: str) -> list[str]:
-        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-        return sorted(ln for ln in out.splitlines() if not FOREIGN.search(ln))
-
-    rules = [
-        re.sub(r"\[\d+:\d+\]", "", ln)
-        for family in ("iptables-save", "ip6tables-save")
-        for ln in lines(family)
-        if not ln.startswith("#")
-    ]
-    links = [re.sub(r"^\d+: (\S+?)(@\S+)?:.*", r"\1", ln) for ln in lines("ip", "-o", "link")]
-    sysctls = [
-        ln
-        for ln in subprocess.run(
-            ["sysctl", "-a"], capture_output=True, text=True
-        ).stdout.splitlines()
-        if not VOLATILE_SYSCTL.match(ln) and not FOREIGN.search(ln)
-    ]
-    mounts = sorted(
-        ln.split()[4]
-        for ln in Path("/proc/self/mountinfo").read_text().splitlines()
-        if not FOREIGN.search(ln.split()[4])
-    )
-    cgroups = sorted(str(p) for p in Path("/sys/fs/cgroup").glob("*/kubepods"))
-    dirs = {
-        d: Path(d).exists()
-        for d in ("/run/containerd", "/var/lib/cni", "/var/log/containers", "/var/lib/kubelet",
-                  "/var/log/pods", "/etc/kubernetes", "/usr/libexec/kubernetes", "/opt/containerd",
-                  "/var/lib/containerd", "/var/run/kubernetes")
-    }  # fmt: skip
-    return {
-        "rules": sorted(set(rules)),
-        "links": links,
-        "routes": lines("ip", "route", "show", "table", "all"),
-        "mounts": mounts,
-        "sysctls": sorted(sysctls),
-        "cgroups": cgroups,
-        "dirs": dirs,
-    }
-
-
-# -- images and pods -----------------------------------------------------------------------------
-
-PROBE = """#!/bin/sh
-# Test probe: prints its nonce and what it was asked to check, then exits 0.
-echo "nonce=$NONCE"
-exec "$@"
-"""
-
-
-def pod(name: str, image: str, args: list[str], **extra: object) -> dict[str, object]:
-    spec: dict[str, object] = {
-        "restartPolicy": "Never",
-        "terminationGracePeriodSeconds": 1,
-        "containers": [
-            {
-                "name": "main",
-                "image": image,
-                "imagePullPolicy": "Never",
-                "args": args,
-                "env": [{"name": "NONCE", "value": name}],
-            }
-        ],
-    }
-    spec.update(extra)
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
 
 
 def unique(prefix: str) -> str:
     return f"{prefix}-{secrets.token_hex(3)}"
 
 
-def phase(c: Cluster, name: str) -> str:
-    return c.kubectl("get", "pod", name, "-o", "jsonpath={.status.phase}", check=False).strip()
-
-
-def run_pod(c: Cluster, image: str, args: list[str]) -> tuple[str, str]:
-    """Run a pod to completion; (phase, log)."""
-    name = unique("probe")
-    c.apply(pod(name, image, args))
-    wait_until(f"pod {name} to finish", lambda: phase(c, name) in ("Succeeded", "Failed"))
-    return phase(c, name), c.kubectl("logs", name)
-
-
-def _ns_phase(c: Cluster, ns: str, name: str) -> str:
-    return c.kubectl("-n", ns, "get", "pod", name, "-o", "jsonpath={.status.phase}", check=False)
-
-
 # -- the deployed cluster ------------------------------------------------------------------
 
-DEPLOY_HOME = Path("/tmp/lbk8s-tests")
-NS = "lbtest"  # not the default: every name must follow K8S_NAMESPACE
+DEPLOY_HOME = HOME
+NS = NAMESPACE
 
-OPERATOR_NS = "lbtest-operator"
+OPERATOR_NS = OPERATOR_NAMESPACE
 
-CONTEXT = "logberg-k8s-test"
+CONTEXT = Kind(NAME).context
 
 BUCKET = "logberg"
 
@@ -283,18 +92,15 @@ DEMO_ARGS = [
     "--end-date", "2025-01-12", "--seed", "20261124", "--malformed-rate", "0.01",
 ]  # fmt: skip
 
-DEPLOY_STEPS = ("cluster-up", "k8s-deploy", "k8s-demo")
+DEPLOY_STEPS = ("kind-up", "k8s-demo")
 # What a deployment is made from: a change here makes a running deployment stale.
 DEPLOY_INPUTS = ("charts", "images", "jobs", "generator", "Makefile", "pyproject.toml")
 
 
 def deploy_env() -> dict[str, str]:
-    return dict(
-        os.environ,
-        LOGBERG_CLUSTER_HOME=str(DEPLOY_HOME),
-        LOGBERG_CLUSTER_CONTEXT=CONTEXT,
-        LOGBERG_TOOLS=tools(),
-    )
+    """The make targets' and tools' environment: kind, kubectl and helm from the tools
+    directory, the session's own kubeconfig."""
+    return Kind(NAME).env() | {"LOGBERG_TOOLS": tools()}
 
 
 def deployment_inputs() -> dict[str, str]:
@@ -310,15 +116,6 @@ def deployment_inputs() -> dict[str, str]:
         if path.is_file():
             h.update(hashlib.sha256(path.read_bytes()).digest())
     return {"inputs": h.hexdigest(), "namespace": NS, "context": CONTEXT}
-
-
-def deploy_why_not() -> str | None:
-    if os.geteuid() != 0:
-        return "the local cluster needs root"
-    for cmd in ("containerd", "ctr", "podman", "iptables"):
-        if shutil.which(cmd) is None:
-            return f"{cmd} is not installed"
-    return None
 
 
 ECHO = re.compile(r"^spark-sql \([^)]*\)> ")
@@ -386,6 +183,46 @@ class SqlShell:
 
 
 @dataclass
+class PortForward:
+    """`kubectl port-forward` of a service's port to a free local one, until stopped."""
+
+    proc: subprocess.Popen[str]
+    port: int
+
+    @classmethod
+    def start(cls, d: Deployed, target: str, port: int) -> PortForward:
+        proc = subprocess.Popen(
+            [d.kubectl_bin, f"--kubeconfig={d.home / 'kubeconfig'}", "-n", NS, "port-forward",
+             "--address=127.0.0.1", target, f":{port}"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )  # fmt: skip
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # "Forwarding from 127.0.0.1:NNNNN -> 7070"
+        found = re.search(r"127\.0\.0\.1:(\d+) ->", line)
+        if not found:
+            proc.kill()
+            raise AssertionError(f"kubectl port-forward {target}: {line!r}")
+        threading.Thread(target=proc.stdout.read, daemon=True).start()  # its later lines
+        return cls(proc, int(found.group(1)))
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=10)
+
+
+def host_address() -> str:
+    """This machine's address on its default route, which the kind node's pods reach
+    through the node (the container engine's network routes to the host)."""
+    out = subprocess.run(
+        ["ip", "-4", "route", "get", "198.51.100.7"], capture_output=True, text=True, check=True
+    ).stdout
+    found = re.search(r"\bsrc (\S+)", out)
+    assert found, out
+    return found.group(1)
+
+
+@dataclass
 class Deployed:
     home: Path
     env: dict[str, str]
@@ -394,16 +231,14 @@ class Deployed:
     outputs: dict[str, str] = field(default_factory=dict)
     gateway: str = ""  # the Pushgateway the release's jobs push to (conftest's)
     shell: SqlShell | None = field(default=None, repr=False)
+    forwards: dict[str, PortForward] = field(default_factory=dict, repr=False)
 
     @property
     def make_vars(self) -> list[str]:
         return [
-            "K8S_TARGET=local",
+            *Kind(NAME).make_vars(),
             f"TOOLS={self.env['LOGBERG_TOOLS']}",
-            f"CLUSTER_HOME={self.home}",
-            f"CLUSTER_CONTEXT={CONTEXT}",
-            f"K8S_NAMESPACE={NS}",
-            f"OPERATOR_NAMESPACE={OPERATOR_NS}",
+            f"K8S_KUBECONFIG={self.home / 'kubeconfig'}",
             "K8S_VALUES="
             + " ".join(
                 f"{release}={f}"
@@ -448,12 +283,21 @@ class Deployed:
     def k(self, *args: str, **kw: Any) -> str:
         return self.kubectl("-n", NS, *args, **kw)
 
-    def node_ip(self) -> str:
-        """The node's address: this machine as the pods reach it (the cluster's bridge)."""
-        return self.kubectl(
-            "get", "nodes", "-o",
-            "jsonpath={.items[0].status.addresses[?(@.type=='InternalIP')].address}",
-        ).strip()  # fmt: skip
+    @contextlib.contextmanager
+    def pod_routes(self) -> Iterator[None]:
+        """A route on this machine to the node's pod network, through the node's address
+        (kind's node is a container: the host has no route to its pods), so that a
+        Prometheus here scrapes pods at their own addresses, as one in the cluster does;
+        removed after (root, as the route is the host's)."""
+        node = self.kubectl("get", "nodes", "-o", "json")
+        [item] = json.loads(node)["items"]
+        [address] = [a["address"] for a in item["status"]["addresses"] if a["type"] == "InternalIP"]
+        cidr = item["spec"]["podCIDR"]
+        subprocess.run(["ip", "route", "replace", cidr, "via", address], check=True)
+        try:
+            yield
+        finally:
+            subprocess.run(["ip", "route", "del", cidr, "via", address], check=False)
 
     def obj(self, *args: str) -> dict[str, Any]:
         return dict(json.loads(self.k("get", *args, "-o", "json")))
@@ -496,27 +340,36 @@ class Deployed:
         if self.shell is not None:
             self.shell.close()
             self.shell = None
+        for forward in self.forwards.values():
+            forward.stop()
+        self.forwards.clear()
 
-    # -- the dev S3 server, from this machine through its ClusterIP -----------------------
+    # -- the dev S3 server, from this machine through `kubectl port-forward` ----------------
+    # (its NetworkPolicy admits only labelled pods; a forwarded port enters its pod as
+    # localhost, the way `make ui-k8s` reaches the History Server)
+    def s3_endpoint(self) -> str:
+        forward = self.forwards.get("s3")
+        if forward is None or forward.proc.poll() is not None:
+            forward = self.forwards["s3"] = PortForward.start(self, "svc/logberg-dev-s3", 7070)
+        return f"http://127.0.0.1:{forward.port}"
+
     def s3(self) -> Any:
         import boto3
 
-        ip = self.k("get", "svc", "logberg-dev-s3", "-o", "jsonpath={.spec.clusterIP}")
         return boto3.client(
             "s3",
-            endpoint_url=f"http://{ip}:7070",
+            endpoint_url=self.s3_endpoint(),
             aws_access_key_id=self.secret("logberg-s3", "AWS_ACCESS_KEY_ID"),
             aws_secret_access_key=self.secret("logberg-s3", "AWS_SECRET_ACCESS_KEY"),
             region_name="us-east-1",
         )
 
     def s3_env(self) -> dict[str, str]:
-        ip = self.k("get", "svc", "logberg-dev-s3", "-o", "jsonpath={.spec.clusterIP}")
         return {
             "AWS_ACCESS_KEY_ID": self.secret("logberg-s3", "AWS_ACCESS_KEY_ID"),
             "AWS_SECRET_ACCESS_KEY": self.secret("logberg-s3", "AWS_SECRET_ACCESS_KEY"),
             "AWS_REGION": "us-east-1",
-            "S3_ENDPOINT": f"http://{ip}:7070",
+            "S3_ENDPOINT": self.s3_endpoint(),
         }
 
     def secret(self, name: str, key: str) -> str:
@@ -596,8 +449,7 @@ class Deployed:
                 return False
         except (OSError, ValueError):
             return False
-        up = cluster_cli(self.env, "status")
-        if "apiserver: /readyz ok" not in up.stdout:
+        if not Kind(NAME).running():
             return False
         try:
             self.helm("status", "logberg", f"--namespace={NS}")

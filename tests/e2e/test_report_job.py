@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.cluster.framework import (
+from tests.e2e.framework import (
     BUCKET,
     Deployed,
     logberg_k8s,

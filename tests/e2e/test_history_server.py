@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from tests.cluster.framework import BUCKET, CONTEXT, NS, Deployed, wait_for
 from tests.conftest import REPO
+from tests.e2e.framework import BUCKET, CONTEXT, NS, Deployed, wait_for
 from tests.helpers import event_logs
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]

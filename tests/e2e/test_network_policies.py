@@ -18,8 +18,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.cluster.framework import NS, Deployed, unique
-from tests.cluster.netprobe import delete_probe_pods, listening, probe, start_probe_pods
+from tests.e2e.framework import NS, Deployed, unique
+from tests.e2e.netprobe import delete_probe_pods, listening, probe, start_probe_pods
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.cluster.framework import (
+from tests.e2e.framework import (
     NS,
     OPERATOR_NS,
     Deployed,

@@ -23,8 +23,8 @@ import pytest
 import yaml
 
 from logberg_platform.k8s.apps import DRIVER_CONTAINER, POSITION
-from tests.cluster.framework import BUCKET, EXAMPLES, Deployed, truth, wait_for
-from tests.cluster.test_cluster_metrics import alert_expr
+from tests.e2e.framework import BUCKET, EXAMPLES, Deployed, truth, wait_for
+from tests.e2e.test_metrics import alert_expr
 from tests.helpers.prometheus import prometheus
 from tests.helpers.waiting import eventually
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster.framework import (
+from tests.conftest import REPO
+from tests.e2e.framework import (
     CONTEXT,
     NS,
     Deployed,
 )
-from tests.conftest import REPO
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tests.cluster.framework import Deployed, wait_until
+from tests.e2e.framework import Deployed, wait_until
 
 # Standard library only. One line per target: "<name> answer ..." or "<name> refused ...",
 # the targets probed at once.

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.cluster.framework import (
+from tests.e2e.framework import (
     BUCKET,
     LANDING,
     Deployed,

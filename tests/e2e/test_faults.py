@@ -8,7 +8,7 @@ import json
 import pytest
 import yaml
 
-from tests.cluster.framework import (
+from tests.e2e.framework import (
     APP_TIMEOUT,
     EXAMPLES,
     METASTORE_PODS,

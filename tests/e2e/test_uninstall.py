@@ -9,13 +9,13 @@ from functools import partial
 
 import pytest
 
-from tests.cluster.framework import (
+from tests.conftest import REPO
+from tests.e2e.framework import (
     NS,
     OPERATOR_NS,
     Deployed,
     wait_for,
 )
-from tests.conftest import REPO
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
