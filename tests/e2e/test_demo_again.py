@@ -1,7 +1,9 @@
-"""`make k8s-demo` after the dev S3 server lost its objects, as it does on the local cluster
-after `make cluster-down` and `make cluster-up` (an emptyDir): the generator Job the cluster
-still holds as complete runs again, and writes the same files. It empties the store, so in
-a whole run it goes just before test_uninstall; alone, it deploys first."""
+"""`logberg k8s wait job --rerun-before-pods` (what `make k8s-demo` runs) after the dev S3
+server lost its objects, as a server without a volume does (`s3.persistence.enabled=false`:
+an emptyDir) when its pod is replaced: the generator Job the cluster still holds as complete
+runs again, and writes the same files. The release's S3 moves to an emptyDir here (a helm
+upgrade of logberg-dev), which empties the store: in a whole run it goes just before
+test_uninstall; alone, it deploys first. The next session deploys afresh."""
 
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import EndpointConnectionError
 
-from tests.e2e.framework import BUCKET, Deployed, wait_for
+from tests.conftest import REPO
+from tests.e2e.framework import BUCKET, NS, Deployed, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -48,10 +51,14 @@ def test_a_generator_job_older_than_the_s3_server_runs_again(deployed: Deployed)
     assert "running it again" not in out, out
     before, job = deployed.demo_manifest(), generator_job(deployed)
 
-    deployed.k("delete", "pod", "-l", DEV_S3, "--wait=true", "--timeout=300s")
+    deployed.forget()  # the release changes for good: the next session deploys afresh
+    deployed.helm(
+        "upgrade", "logberg-dev", str(REPO / "charts" / "logberg-dev"), f"--namespace={NS}",
+        "--reuse-values", "--set", "s3.persistence.enabled=false", "--wait", "--timeout=600s",
+    )  # fmt: skip
     wait_for("a new dev S3 server, serving", lambda: s3_serving(deployed), timeout=300)
     deployed.s3().create_bucket(Bucket=BUCKET)  # what the chart's hook does at the next deploy
-    assert not deployed.manifests()  # the objects went with the old pod's emptyDir
+    assert not deployed.manifests()  # the objects stayed on the old pod's volume
 
     out = deployed.logberg_k8s(*wait)
     assert "running it again" in out, out

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.e2e.framework import Deployed
+from tests.e2e.framework import EXAMPLES, Deployed
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -19,5 +19,13 @@ def top_tables(out: str) -> list[str]:
 
 
 def test_the_kafka_demo_prints_the_top_tables(deployed: Deployed) -> None:
-    out = deployed.make("k8s-demo", "K8S_DEMO_SOURCE=kafka")
-    assert len(top_tables(out)) >= 5, out[-3000:]
+    try:
+        out = deployed.make("k8s-demo", "K8S_DEMO_SOURCE=kafka")
+        assert len(top_tables(out)) >= 5, out[-3000:]
+        assert "the stream goes on: kubectl delete -f" in out, out[-2000:]
+    finally:  # what the demo says stops it, and its generator Job
+        for example in ("streaming", "generate"):
+            deployed.k(
+                "delete", "-f", str(EXAMPLES / "kafka" / f"{example}.yaml"), "--ignore-not-found",
+                "--wait", "--timeout=300s",
+            )  # fmt: skip

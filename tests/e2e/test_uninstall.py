@@ -32,7 +32,14 @@ def test_uninstall_leaves_only_what_the_readme_says_it_keeps(deployed: Deployed)
     ):
         deployed.helm("uninstall", release, f"--namespace={ns}", "--wait", "--timeout=300s")
     readme = (REPO / "charts" / "README.md").read_text()
-    kept = {"secret/logberg-metastore-db", "secret/logberg-s3", "pod/hive-metastore-test-thrift"}
+    kept = {
+        "secret/logberg-metastore-db",
+        "secret/logberg-s3",
+        "pod/hive-metastore-test-thrift",
+        # The dev StatefulSets' volumes (their volumeClaimTemplates': never Helm's to delete).
+        "persistentvolumeclaim/data-logberg-dev-postgres-0",
+        "persistentvolumeclaim/data-logberg-dev-kafka-0",
+    }
     # What the operator makes at run time in its own namespace (not Helm's to delete).
     operator_kept = {
         "lease/spark-operator-controller-lock",
