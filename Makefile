@@ -2,8 +2,8 @@
 #
 # This file holds the settings every part reads, the tools, the local platform and the test
 # and lint targets; each other concern has its targets in its own file beside what it
-# concerns, included (required) at the end: images/images.mk, charts/cluster.mk,
-# charts/k8s.mk, eks/eks.mk, bench/bench.mk. Multi-line recipe logic lives in scripts beside
+# concerns, included (required) at the end: images/images.mk, charts/k8s.mk, eks/eks.mk,
+# bench/bench.mk. Multi-line recipe logic lives in scripts beside
 # them (tests/tools, images/scripts, charts/scripts, eks/scripts). Every target has a
 # `## description` for `make help`; every setting is `?=` (override on the command line).
 SHELL := /bin/bash
@@ -42,10 +42,6 @@ K8S_PYTHON ?= $(if $(wildcard $(VENV)/bin/python),$(VENV)/bin/python,$(PYTHON))
 need = command -v $(1) >/dev/null 2>&1 || { echo "error: '$(1)' not found. $(2)" >&2; exit 1; }
 NEED_DOCKER  = $(call need,$(DOCKER),Install Docker with BuildKit or set DOCKER=/path/to/docker.)
 NEED_KUBECTL = $(call need,$(KUBECTL),Run 'make tools' or set KUBECTL=/path/to/kubectl.)
-
-# The local single-node cluster (charts/cluster.mk), which charts/k8s.mk deploys to too.
-CLUSTER_HOME    ?= $(LOGBERG_HOME)/cluster
-CLUSTER_CONTEXT ?= logberg-local
 
 # Images (images/README.md, images/images.mk): `logberg images` builds them with docker
 # buildx where a Docker daemon answers, else with podman, and tags each by a hash of its
@@ -96,7 +92,7 @@ help: ## list the targets
 
 # ------------------------------------------------------------------ setup and tools
 # The runtime (pyproject.toml: the pipeline, the lakehouse, the job commands) and the platform
-# tooling beside it (jobs/platform: local platform, cluster, images, deploy, doctor, k8s).
+# tooling beside it (jobs/platform: local platform, kind, images, deploy, doctor, k8s).
 # uv installs them: from its cache in 16 s (compiling the bytecode on both cores), where pip
 # took a minute (most of it unpacking and compiling pyspark).
 $(VENV)/.installed: pyproject.toml jobs/platform/pyproject.toml
@@ -209,7 +205,6 @@ docs-gen: $(VENV)/.installed ## regenerate the manual's reference pages (docs/pa
 # ------------------------------------------------------------------ the other concerns
 # Required: make stops, naming the file, when one is missing.
 include images/images.mk
-include charts/cluster.mk
 include charts/k8s.mk
 include eks/eks.mk
 include bench/bench.mk

@@ -1,10 +1,9 @@
-# logberg on Kubernetes: one deploy flow for the local cluster, kind and EKS, the demo, the
-# chart checks. Included by the root Makefile, which defines the tools (HELM, KUBECTL, KIND,
-# DOCKER, K8S_PYTHON), the images (IMAGES, ALL_IMAGES, EKS_IMAGES, CONTAINERS_CONF) and the
-# local cluster (CLUSTER_HOME, CLUSTER_CONTEXT); every target has a `## description` for
-# `make help`. Versions come from jobs/logberg/versions.toml only.
+# logberg on Kubernetes: one deploy flow for kind and EKS, the demo, the chart checks.
+# Included by the root Makefile, which defines the tools (HELM, KUBECTL, KIND, DOCKER,
+# K8S_PYTHON) and the images (IMAGES, ALL_IMAGES, EKS_IMAGES, CONTAINERS_CONF); every target
+# has a `## description` for `make help`. Versions come from jobs/logberg/versions.toml only.
 
-# Where to deploy: kind (`make kind-up`), local (the process cluster, `make cluster-up`) or eks.
+# Where to deploy: kind (`make kind-up`) or eks.
 K8S_TARGET         ?= kind
 K8S_NAMESPACE      ?= logberg
 OPERATOR_NAMESPACE ?= spark-operator
@@ -17,10 +16,11 @@ KIND_CONFIG        ?= charts/kind/kind-config.yaml
 # offline, or an image reference.
 KIND_NODE_IMAGE    ?= auto
 KIND_RUN = KIND="$(KIND)" KIND_NODE_IMAGE="$(KIND_NODE_IMAGE)" $(VENV)/bin/logberg kind
-# The kube context and kubeconfig: the local cluster's own, kind's `kind-<name>`, or (EKS)
-# the current context of ~/.kube/config (`aws eks update-kubeconfig`).
-K8S_CONTEXT        ?= $(if $(filter local,$(K8S_TARGET)),$(CLUSTER_CONTEXT),$(if $(filter kind,$(K8S_TARGET)),kind-$(KIND_CLUSTER),))
-K8S_KUBECONFIG     ?= $(if $(filter local,$(K8S_TARGET)),$(CLUSTER_HOME)/kubeconfig,)
+# The kube context: kind's `kind-<name>`, or (EKS) the current context of ~/.kube/config
+# (`aws eks update-kubeconfig`). The kubeconfig: empty for the usual one (KUBECONFIG, else
+# ~/.kube/config), or a file of its own.
+K8S_CONTEXT        ?= $(if $(filter kind,$(K8S_TARGET)),kind-$(KIND_CLUSTER),)
+K8S_KUBECONFIG     ?=
 # Extra values files per release, e.g. K8S_VALUES="logberg=my.yaml hive-metastore=hms.yaml".
 K8S_VALUES         ?=
 # EKS: the registry the images were pushed to (<account>.dkr.ecr.<region>.amazonaws.com).
@@ -40,12 +40,11 @@ VERSIONS_TOML ?= jobs/logberg/versions.toml
 pin = $(shell $(K8S_PYTHON) -c 'import tomllib; print(tomllib.load(open("$(VERSIONS_TOML)", "rb"))["$(1)"]["$(2)"])')
 
 KC = $(KUBECTL) $(if $(K8S_KUBECONFIG),--kubeconfig=$(K8S_KUBECONFIG)) $(if $(K8S_CONTEXT),--context=$(K8S_CONTEXT)) -n $(K8S_NAMESPACE)
-K8S = LOGBERG_CLUSTER_HOME=$(CLUSTER_HOME) LOGBERG_CLUSTER_CONTEXT=$(CLUSTER_CONTEXT) \
-	$(VENV)/bin/logberg k8s $(if $(K8S_KUBECONFIG),--kubeconfig=$(K8S_KUBECONFIG)) $(if $(K8S_CONTEXT),--context=$(K8S_CONTEXT)) --namespace=$(K8S_NAMESPACE)
+K8S = $(VENV)/bin/logberg k8s $(if $(K8S_KUBECONFIG),--kubeconfig=$(K8S_KUBECONFIG)) $(if $(K8S_CONTEXT),--context=$(K8S_CONTEXT)) --namespace=$(K8S_NAMESPACE)
 
 .PHONY: k8s-deploy k8s-demo k8s-examples sql-k8s ui-k8s kind-node-image kind-up kind-demo kind-down kind-status k8s-static
 
-k8s-deploy: tools | $(CONTAINERS_CONF) ## deploy to K8S_TARGET (local|kind|eks; K8S_CONTEXT): images, dev backends, Spark Operator (CRDs first), metastore (+ helm test), logberg
+k8s-deploy: tools | $(CONTAINERS_CONF) ## deploy to K8S_TARGET (kind|eks; K8S_CONTEXT): images, dev backends, Spark Operator (CRDs first), metastore (+ helm test), logberg
 	$(IMAGES) build $(DEPLOY_IMAGES)
 	$(K8S) deploy --target=$(K8S_TARGET) --operator-namespace=$(OPERATOR_NAMESPACE) \
 	  --metastore-namespace=$(METASTORE_NAMESPACE) \
@@ -67,7 +66,7 @@ ui-k8s: ## Spark UIs on a local port until Ctrl-C: the History Server and its ap
 k8s-examples: tools ## regenerate charts/logberg/examples/*.yaml from the chart (values-kind.yaml)
 	$(K8S_PYTHON) charts/render_examples.py --helm=$(HELM)
 
-kind-node-image: $(VENV)/.installed | $(CONTAINERS_CONF) ## build logberg's offline kind node image (no registry needed; rebuilt when an input changed; podman)
+kind-node-image: $(VENV)/.installed | $(CONTAINERS_CONF) ## build logberg's offline kind node image from the pinned Kubernetes, built into .tools first (cached by version; no registry needed; rebuilt when an input changed; podman)
 	$(KIND_RUN) node-image
 
 kind-up: tools | $(CONTAINERS_CONF) ## create the kind cluster (Docker, else podman; kind from PATH, else built from the Go proxy; KIND_NODE_IMAGE), then k8s-deploy to it (idempotent)

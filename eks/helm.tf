@@ -1,7 +1,7 @@
 # The AWS-integration releases (var.install_charts): the namespaces, External Secrets and
 # the two local charts in eks/charts. The platform's own releases (the spark-operator
 # chart, charts/hive-metastore, charts/logberg) are not here: `make eks-deploy` installs
-# them with the same `make k8s-deploy` flow the local cluster and kind use, with the
+# them with the same `make k8s-deploy` flow kind uses, with the
 # values below (output chart_values, written to files by `make eks-values`). They are
 # yamlencoded so that tests/static/test_eks.py can check every key against the charts'
 # values.schema.json. No value here is a credential: the metastore's password reaches

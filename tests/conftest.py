@@ -66,7 +66,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Clear what an interrupted earlier run left (a test cluster, test containers)."""
+    """Clear what an interrupted earlier run left (test containers)."""
     from tests.helpers.leftovers import reap
 
     reap(lambda msg: print(f"[leftovers] {msg}", file=sys.stderr))

@@ -24,15 +24,15 @@ examples=charts/logberg/examples
 read -r -a kc <<<"$KC"
 read -r -a k8s <<<"$K8S"
 
-# The dev S3 server (logberg-dev) keeps its objects in an emptyDir: after cluster-down and
-# cluster-up the cluster still holds the generator's completed Job but not its files, so a
-# Job that completed before that server last started is run again (none on EKS: no pods).
+# Where the dev S3 server (logberg-dev) keeps its objects in an emptyDir
+# (s3.persistence.enabled=false), a restarted server has lost the generator's files while the
+# cluster still holds its completed Job: so a Job that completed before that server last
+# started is run again (none on EKS: no pods).
 generator=app.kubernetes.io/instance=logberg,app.kubernetes.io/component=generator
 dev_s3=app.kubernetes.io/instance=logberg-dev,app.kubernetes.io/component=s3
 if [[ $source == kafka ]]; then
-  # The broker keeps its log (kind: a PVC; the local cluster: a directory under
-  # CLUSTER_HOME), so the generator's Job runs once: running it again would add its lines
-  # to the topic a second time.
+  # The broker keeps its log (kind: a PVC), so the generator's Job runs once: running it
+  # again would add its lines to the topic a second time.
   echo "\$ kubectl apply -f $examples/kafka/generate.yaml"
   "${kc[@]}" apply -f "$examples/kafka/generate.yaml"
   env "${k8s[@]}" wait job logberg-generate-kafka-example --timeout="$timeout"

@@ -15,13 +15,12 @@ else:  # the apache/spark images run Python 3.10
 
 @dataclass(frozen=True)
 class KubePins:
-    """The [kubernetes] section of versions.toml: one minor for kind, the local cluster, EKS."""
+    """The [kubernetes] section of versions.toml: one minor for kind and EKS."""
 
     version: str  # "1.36.4"
     etcd: str
     coredns: str
     network_policies: str  # sigs.k8s.io/kube-network-policies, without the v
-    cni_plugins: str
     kind_node_image: str
     kind: str  # sigs.k8s.io/kind, without the v
     local_path_provisioner: str  # github.com/rancher/local-path-provisioner, without the v
@@ -135,7 +134,6 @@ def pins() -> Pins:
             etcd=raw["kubernetes"]["etcd"],
             coredns=raw["kubernetes"]["coredns"],
             network_policies=raw["kubernetes"]["network_policies"],
-            cni_plugins=raw["kubernetes"]["cni_plugins"],
             kind_node_image=raw["kubernetes"]["kind_node_image"],
             kind=raw["kubernetes"]["kind"],
             local_path_provisioner=raw["kubernetes"]["local_path_provisioner"],

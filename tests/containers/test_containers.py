@@ -32,10 +32,8 @@ from typing import Any
 import pytest
 import tomllib
 
-from logberg.errors import ConfigError, ServiceError
 from logberg.lakehouse.thrift import HiveMetastoreClient, MetastoreError, ThriftError
 from logberg_platform.build import container_images as images
-from logberg_platform.cluster import node_images
 from tests.conftest import TEST_JAVA_OPTIONS
 from tests.containers.conftest import ALL_IMAGES, JOB_TIMEOUT, PREFIX, Engine
 
@@ -758,39 +756,6 @@ def test_saved_images_import_into_containerd(
         for n in engine.run("images", "--format", "{{.Repository}}").stdout.split()
         if n.startswith("docker.io/library/logberg")
     ], "save leaves no extra names behind"
-
-
-def test_node_load_streams_podman_images_into_containerd(
-    engine: Engine, tags: dict[str, str], containerd: Path
-) -> None:
-    """The local cluster's loader pipes `podman save` into `ctr images import -`: the images
-    land under their own and their alias names, a second load finds them there, and a
-    missing image or a broken stream is an error that names what failed."""
-    refs = [tags["dev-s3"], tags["dev-postgres"]]
-    said: list[str] = []
-
-    def also_as(ref: str) -> list[str]:
-        return [f"docker.io/library/{ref}"]
-
-    node_images.load(containerd, refs, said.append, also_as)
-    listed = set(node_images.ctr(containerd, "images", "ls", "-q").split())
-    assert {f"localhost/{r}" for r in refs} | {f"docker.io/library/{r}" for r in refs} <= listed
-    assert any("importing into containerd" in line for line in said), said
-    said.clear()
-    node_images.load(containerd, refs, said.append, also_as)
-    assert said == [f"image localhost/{r}: already in the node" for r in refs]
-
-    with pytest.raises(ConfigError, match="logberg-nothing-such:0 not found in podman"):
-        node_images.load(containerd, ["logberg-nothing-such:0"], said.append)
-    # The writer's side breaks: podman save of an image it has not.
-    with pytest.raises(ServiceError, match=r"podman save localhost/logberg-nothing-such:0"):
-        node_images.stream_import(containerd, ["localhost/logberg-nothing-such:0"])
-    # The reader's side breaks: no containerd behind the socket; the error names ctr's side.
-    dead = containerd.with_name("no-containerd.sock")
-    with pytest.raises(
-        ServiceError, match=r"ctr images import failed \(exit \d+\): .*no-containerd"
-    ):
-        node_images.stream_import(dead, [f"localhost/{refs[0]}"])
 
 
 # ------------------------------------------------------------------------ no secrets

@@ -20,9 +20,9 @@ print(json.dumps({
     "environments": sorted(e.name for e in entry_points(group="logberg.environments")),
 }))
 """
-TOOLING = ("logberg_platform", "container_images", "kubernetes_binaries", "/cluster/", "/k8s/")
+TOOLING = ("logberg_platform", "container_images", "kubernetes_binaries", "/kind/", "/k8s/")
 RUNTIME = ("ingest", "analytics", "run", "maintain", "rollback", "query", "sql", "doctor")
-TOOLING_COMMANDS = ("local", "cluster", "k8s", "images", "setup")
+TOOLING_COMMANDS = ("local", "kind", "k8s", "images", "setup")
 
 
 def test_the_spark_image_holds_the_runtime_and_no_tooling(

@@ -89,7 +89,14 @@ VARIANTS: dict[str, dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
             ),
         ),
     },
-    "logberg-dev": {"default": ((), ()), "local": (("values-local.yaml",), ())},
+    "logberg-dev": {
+        "default": ((), ()),
+        # No volume provisioner: every backend on an emptyDir.
+        "ephemeral": (
+            (),
+            tuple(f"{b}.persistence.enabled=false" for b in ("postgres", "s3", "kafka")),
+        ),
+    },
 }
 CASES = [(c, v) for c, vs in VARIANTS.items() for v in vs]
 CASE_IDS = [f"{c}-{v}" for c, v in CASES]

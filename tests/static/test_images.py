@@ -21,7 +21,7 @@ import tomllib
 
 from logberg.errors import ConfigError
 from logberg_platform.build import container_images as images
-from logberg_platform.cluster.node_images import content_tag
+from logberg_platform.kind.podman_images import content_tag
 from logberg_platform.local_settings import LocalSettings, java_home
 from logberg_platform.setup_artifacts import agent_jars, jar_dir
 
@@ -37,9 +37,9 @@ CHECKOV = REPO / ".tools" / "checkov-venv" / "bin" / "checkov"
 PINS = tomllib.loads((REPO / "jobs" / "logberg" / "versions.toml").read_text())
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 DOCKERFILES = {key: REPO / s.dockerfile for key, s in images.SPECS.items()}
-# The local cluster's own infrastructure images (logberg_platform.cluster.node_images): not
-# shipped, but built FROM the same pinned base.
-CLUSTER_DOCKERFILES = {key: REPO / "images" / key / "Dockerfile" for key in ("pause", "coredns")}
+# The kind node image's own pause image (logberg_platform.kind.podman_images): not shipped,
+# but built FROM the same pinned base.
+NODE_DOCKERFILES = {"pause": REPO / "images" / "pause" / "Dockerfile"}
 USERS = {
     "spark": "185:185",
     "hive-metastore": "1000:1000",
@@ -72,7 +72,7 @@ def stages(dockerfile: Path) -> list[tuple[str, str | None]]:
 def test_every_arg_default_equals_versions_toml() -> None:
     pinned = images.pin_args(PINS)
     assert pinned["BASE_IMAGE"] == f"{PINS['base']['image']}@{PINS['base']['digest']}"
-    for key, dockerfile in {**DOCKERFILES, **CLUSTER_DOCKERFILES}.items():
+    for key, dockerfile in {**DOCKERFILES, **NODE_DOCKERFILES}.items():
         for arg, default in images.declared_args(dockerfile).items():
             if arg in pinned:
                 assert default == pinned[arg], f"{key}: ARG {arg}={default}, pin {pinned[arg]}"
@@ -137,7 +137,7 @@ def arch_problems(dockerfile: Path) -> list[str]:
 
 
 def test_every_image_starts_from_the_pinned_debian_base() -> None:
-    for key, dockerfile in {**DOCKERFILES, **CLUSTER_DOCKERFILES}.items():
+    for key, dockerfile in {**DOCKERFILES, **NODE_DOCKERFILES}.items():
         assert base_problems(dockerfile, key) == [], key
 
 
@@ -676,9 +676,9 @@ def test_checkov_images() -> None:
             assert len(m.group(2).strip(": ")) > 20, f"{m.group(1)} needs a reason"
 
 
-def test_a_cluster_image_tag_changes_with_its_base(tmp_path: Path) -> None:
-    """The pause and CoreDNS tags hash the base's image id too: a remade base is a new tag,
-    so containerd never keeps serving an image built on the old one."""
+def test_a_node_image_tag_changes_with_its_base(tmp_path: Path) -> None:
+    """The pause and kind components' tags hash the base's image id too: a remade base is a
+    new tag, so the node's containerd never keeps serving an image built on the old one."""
     (tmp_path / "Dockerfile").write_text("ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\n")
     (tmp_path / "pause").write_bytes(b"\x7fELF")
     old, new = content_tag(tmp_path, "sha256:aa"), content_tag(tmp_path, "sha256:bb")

@@ -23,8 +23,8 @@ KAFKA_SETS = ("streaming.enabled=true", "streaming.source=kafka", "generator.out
 CLIENT = {"logberg.io/kafka-client": "true"}
 
 
-def broker(files: tuple[str, ...] = ()) -> dict[str, Any]:
-    return one(docs("logberg-dev", files), "StatefulSet", "-kafka")
+def broker() -> dict[str, Any]:
+    return one(docs("logberg-dev"), "StatefulSet", "-kafka")
 
 
 def test_the_dev_broker_is_a_hardened_statefulset_ready_by_a_kafka_call() -> None:
@@ -44,22 +44,15 @@ def test_the_dev_broker_is_a_hardened_statefulset_ready_by_a_kafka_call() -> Non
     assert env["KAFKA_ADVERTISED_HOST"] == "logberg-dev-kafka.logberg.svc"
     mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
     assert mounts == {"/var/lib/kafka": "data", "/tmp": "tmp"}
-    # kind: a PersistentVolumeClaim per broker; the local cluster (no provisioner): the
-    # node's directory the deploy makes, else an emptyDir.
+    # kind: a PersistentVolumeClaim per broker; without persistence, an emptyDir.
     [claim] = spec["volumeClaimTemplates"]
     assert claim["metadata"]["name"] == "data" and claim["spec"]["resources"]["requests"]
-    local = broker(("values-local.yaml",))["spec"]
-    assert "volumeClaimTemplates" not in local
-    volumes = local["template"]["spec"]["volumes"]
-    assert {"name": "data", "emptyDir": {"sizeLimit": "5Gi"}} in volumes
-    on_node = one(
-        docs("logberg-dev", ("values-local.yaml",), ("kafka.persistence.hostPath=/srv/kafka",)),
-        "StatefulSet",
-        "-kafka",
+    ephemeral = one(
+        docs("logberg-dev", (), ("kafka.persistence.enabled=false",)), "StatefulSet", "-kafka"
     )["spec"]
-    assert "volumeClaimTemplates" not in on_node
-    [data] = [v for v in on_node["template"]["spec"]["volumes"] if v["name"] == "data"]
-    assert data == {"name": "data", "hostPath": {"path": "/srv/kafka", "type": "Directory"}}
+    assert "volumeClaimTemplates" not in ephemeral
+    volumes = ephemeral["template"]["spec"]["volumes"]
+    assert {"name": "data", "emptyDir": {"sizeLimit": "5Gi"}} in volumes
     svc = one(docs("logberg-dev"), "Service", "-kafka")
     assert svc["spec"]["ports"] == [{"name": "kafka", "port": 9092, "targetPort": "kafka"}]
     assert not [d for d in docs("logberg-dev", (), ("kafka.enabled=false",)) if "kafka" in str(d)]

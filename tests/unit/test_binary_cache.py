@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from logberg_platform.build import binary_cache
-from logberg_platform.cluster.binaries import complete
+from logberg_platform.build.kubernetes_cache import complete
 
 KEY = '{"recipe": "3", "coredns": "1.14.2"}'
 

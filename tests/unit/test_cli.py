@@ -15,7 +15,7 @@ import pytest
 from logberg import cli
 from logberg.cli.command import Command, config_from
 
-PLATFORM = {"local", "ui", "doctor", "cluster", "kind", "k8s", "images", "setup"}
+PLATFORM = {"local", "ui", "doctor", "kind", "k8s", "images", "setup"}
 
 
 def test_every_runtime_module_declares_its_command_and_the_platform_joins_by_entry_point() -> None:
@@ -37,8 +37,6 @@ def test_every_action_of_a_group_has_its_own_handler() -> None:
     for argv in (
         ["local", "up", "--s3"],
         ["local", "status"],
-        ["cluster", "down", "--purge"],
-        ["cluster", "load", "a:1", "b:2"],
         ["kind", "up", "--name", "x", "--config", "c.yaml"],
         ["kind", "down"],
         ["kind", "node-image"],
@@ -55,7 +53,7 @@ def test_every_action_of_a_group_has_its_own_handler() -> None:
         assert callable(a.handler), argv
         assert a.handler.__module__.startswith("logberg_platform.cli."), argv
     with pytest.raises(SystemExit):
-        parser.parse_args(["cluster", "load"])  # names at least one image
+        parser.parse_args(["k8s", "deploy", "--target", "local"])  # kind or eks only
     with pytest.raises(SystemExit):
         parser.parse_args(["local", "restart"])
 

@@ -16,14 +16,14 @@ import pytest
 import yaml
 
 from logberg.errors import ConfigError
-from logberg_platform.k8s.deploy import DeploySettings, Flow, version_alias
+from logberg_platform.k8s.deploy import DeploySettings, version_alias
 from logberg_platform.supervisor import free_port
 from tests.conftest import REPO, run_logberg
 
 
 def settings(**over: object) -> DeploySettings:
     base: dict[str, object] = {
-        "target": "local",
+        "target": "kind",
         "namespace": "logberg",
         "operator_namespace": "spark-operator",
         "repo": REPO,
@@ -38,6 +38,7 @@ def settings(**over: object) -> DeploySettings:
     ("over", "named"),
     [
         ({"target": "minikube"}, "K8S_TARGET"),
+        ({"target": "local"}, "K8S_TARGET"),  # the retired process cluster
         ({"operator_image": "latest"}, "SPARK_OPERATOR_IMAGE"),
         ({"target": "eks"}, "IMAGE_REGISTRY"),
         ({"metastore_namespace": "elsewhere"}, "METASTORE_NAMESPACE"),
@@ -262,16 +263,3 @@ def test_a_stream_is_followed_by_its_topic_and_checkpoint_arguments() -> None:
     for args in (files, ("analytics",), ("ingest", "--from")):
         with pytest.raises(ConfigError, match="SparkApplication s: not a stream from a topic"):
             stream_source(app(*args))
-
-
-def test_a_node_volume_is_made_once_owned_by_its_pods_uid(tmp_path: Path) -> None:
-    """The local cluster's hostPath for the broker's log: made, owned by uid 1000 (a
-    hostPath volume gets no fsGroup), private, and the same directory the next time."""
-    flow = Flow(settings(node_volumes=tmp_path / "volumes"), kube=None, say=print)  # type: ignore[arg-type]
-    path = flow.node_volume("kafka", 1000)
-    assert path == tmp_path / "volumes" / "logberg" / "kafka"
-    st = path.stat()
-    assert (st.st_uid, st.st_gid, st.st_mode & 0o777) == (1000, 1000, 0o700)
-    (path / "meta.properties").write_text("kept\n")
-    assert flow.node_volume("kafka", 1000) == path
-    assert (path / "meta.properties").read_text() == "kept\n"

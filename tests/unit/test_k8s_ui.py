@@ -1,5 +1,5 @@
 """`logberg k8s ui`: which port of a driver it forwards to (no cluster needed; the live
-paths are tests/cluster/test_history_server.py)."""
+paths are tests/e2e/test_history_server.py)."""
 
 from __future__ import annotations
 

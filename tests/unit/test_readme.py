@@ -97,7 +97,7 @@ def test_every_logberg_subcommand_in_the_manual_exists() -> None:
 # command is one the tests run (kind's flow too: tests/e2e runs it, so nothing is marked
 # `needs: kind` any more, and a block that says so is wrong).
 # Which make targets need them is read from the Makefiles themselves.
-MAKEFILES = ["Makefile", "eks/eks.mk", "charts/k8s.mk", "charts/cluster.mk", "images/images.mk"]
+MAKEFILES = ["Makefile", "eks/eks.mk", "charts/k8s.mk", "images/images.mk"]
 RULE = re.compile(r"^([a-z][a-z0-9-]*):(?!=)([^#\n]*)[^\n]*\n", re.M)
 NEEDS = re.compile(r"^#\s*needs:(.*)$")
 # Commands that need an AWS account whatever make says.
@@ -148,8 +148,8 @@ def test_the_targets_that_need_eks_are_read_from_the_makefiles() -> None:
     needs = needs_of_targets()
     eks = {t for t, n in needs.items() if "EKS" in n}
     assert {"eks-up", "eks-demo", "eks-down", "eks-deploy", "eks-push", "eks-lock"} <= eks
-    # What the tests run: the static checks of eks/, its MinIO, the kind and local flows.
-    ran = {"eks-lint", "eks-minio", "eks-checkov-venv", "k8s-deploy", "k8s-demo", "cluster-up",
+    # What the tests run: the static checks of eks/, its MinIO, kind's flow.
+    ran = {"eks-lint", "eks-minio", "eks-checkov-venv", "k8s-deploy", "k8s-demo",
            "kind-up", "kind-demo", "kind-down", "kind-node-image"}  # fmt: skip
     assert not ran & set(needs), ran & set(needs)
 
@@ -217,5 +217,5 @@ def test_the_manual_shows_the_eks_flow_marked() -> None:
     assert needed("make kind-up && make k8s-demo\n", targets) == set()
     assert needed("make k8s-deploy K8S_TARGET=eks  # on EKS\n", targets) == {"EKS"}
     assert needed("AWS_PROFILE=x aws eks update-kubeconfig --name logberg\n", targets) == {"EKS"}
-    assert needed("make cluster-up && make k8s-deploy  # K8S_TARGET=kind\n", targets) == set()
+    assert needed("make kind-node-image && make k8s-deploy  # K8S_TARGET=kind\n", targets) == set()
     assert marked("# needs: EKS, kind (an AWS account)\nmake eks-up\n") == {"EKS", "kind"}

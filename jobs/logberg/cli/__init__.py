@@ -1,7 +1,7 @@
 """The `logberg` command line, assembled.
 
 Each command is its own module here (the runtime: the jobs, SQL, the report, the generator)
-or in the platform tooling's logberg_platform.cli (the local platform, the local cluster,
+or in the platform tooling's logberg_platform.cli (the local platform, the kind cluster,
 images, the deploy flow, doctor, k8s), which joins through the `logberg.commands` entry
 points when it is installed. This file only puts them in one tree and runs the handler.
 Logging goes to stderr (`--log-format json` for clusters); results go to stdout. The same

@@ -116,7 +116,7 @@ def kafka_broker_classpath(tools: Path) -> list[Path]:
 
 
 def kubectl_path(tools: Path) -> Path:
-    """Where `make tools` puts kubectl (build.tools.ensure_helm_kubectl; the local cluster's
+    """Where `make tools` puts kubectl (build.tools.ensure_helm_kubectl; the kind node image's
     kubectl too)."""
     return tools / "bin" / "kubectl"
 

@@ -1,6 +1,6 @@
 """The platform's process supervisor: background processes with a pid file and a log each
-(the local metastore and S3 server, the local cluster's components), their readiness, and
-clean stops by recorded pid; also leftover processes found by a marker, and short commands.
+(the local metastore, S3 server, Kafka broker, Spark Connect and History Servers), their
+readiness, and clean stops by recorded pid; also short commands.
 
 A pid file alone is not trusted: the process must still have the marker in its command
 line (and, when a program is named, run that program), so a reused pid is never signalled.
@@ -169,35 +169,7 @@ def wait_for_port(
     )
 
 
-# -- leftovers ----------------------------------------------------------------------------------
-
-
-def processes_with(marker: str) -> list[tuple[int, str]]:
-    """(pid, command line) of every live process whose command line contains marker."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            raw = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if marker.encode() in raw:
-            found.append((int(entry.name), raw.replace(b"\0", b" ").decode(errors="replace")))
-    mine = _ancestors()  # this process and what started it (a make line may name the home)
-    return [(p, c) for p, c in found if p not in mine and _exists(p)]
-
-
-def _ancestors() -> set[int]:
-    """This process and its parents, up to init."""
-    out, pid = set(), os.getpid()
-    while pid > 1 and pid not in out:
-        out.add(pid)
-        try:
-            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
-    return out
+# -- process state ------------------------------------------------------------------------------
 
 
 def _exists(pid: int) -> bool:

@@ -1,4 +1,4 @@
-"""The machine's cache of the local cluster's linked binaries, beside Go's own build cache.
+"""The machine's cache of the kind node image's linked binaries, beside Go's own build cache.
 
 Go's cache holds compiled packages, not linked programs, and a fresh clone's `.tools` is
 empty: so every clone linked the six Kubernetes binaries, CoreDNS and kube-network-policies
@@ -22,7 +22,7 @@ from pathlib import Path
 
 CACHE_ENV = "LOGBERG_BUILD_CACHE"
 KEEP = 2
-STAMP = ".built"  # the stamp a bin folder's build wrote (cluster.binaries.complete reads it)
+STAMP = ".built"  # the stamp a bin folder's build wrote (kubernetes_cache.complete reads it)
 
 
 def cache_root() -> Path:

@@ -20,8 +20,15 @@ def _settings(a: argparse.Namespace):  # type: ignore[no-untyped-def]
     return KindSettings.from_env(a.name, Path(a.config))
 
 
+def make_base() -> str:
+    """The Debian base in podman, as the images build gets it (a pull by digest where a
+    registry answers, else debootstrap); its name."""
+    from logberg_platform.build import container_images as images
+
+    return images.resolve_base(images.podman_builder(), images.raw_pins()).ref
+
+
 def node_image(a: argparse.Namespace) -> int:
-    from logberg_platform.cli.cluster import make_base
     from logberg_platform.kind import node_image as offline
 
     print(offline.build(progress, make_base))
@@ -29,7 +36,6 @@ def node_image(a: argparse.Namespace) -> int:
 
 
 def up(a: argparse.Namespace) -> int:
-    from logberg_platform.cli.cluster import make_base
     from logberg_platform.kind import cluster
 
     cluster.up(_settings(a), progress, make_base)

@@ -60,7 +60,13 @@ def arguments(p: argparse.ArgumentParser) -> None:
     sub = actions(p, dest="what")
     action(sub, "jars", jars, "resolve the pinned jars and compile logberg's line parser")
     action(sub, "cds", cds, "record the JVM class archive local Spark starts from")
-    action(sub, "kubernetes", kubernetes, "build the pinned Kubernetes, etcd and CoreDNS")
+    action(
+        sub,
+        "kubernetes",
+        kubernetes,
+        "build the pinned Kubernetes, etcd, CoreDNS and kube-network-policies (the kind node "
+        "image's; make kind-node-image runs it)",
+    )
     t = action(sub, "tools", tools, "versitygw, kind, helm and kubectl, the spark-operator chart")
     t.add_argument(
         "names",

@@ -1,8 +1,8 @@
-"""One deploy flow for the local cluster, kind and EKS (`make k8s-deploy`).
+"""One deploy flow for kind and EKS (`make k8s-deploy`).
 
 In order, each step waiting on what the next one needs, never on a fixed sleep:
 
-1. the images into the node (local cluster: containerd; kind: `kind load`; EKS: a registry);
+1. the images into the node (kind: `kind load`; EKS: a registry);
 2. the namespace and, on dev clusters, the generated Secrets and `charts/logberg-dev`
    (PostgreSQL, the S3 server and the Kafka broker; its hook Jobs make the bucket and the
    topic);
@@ -30,8 +30,8 @@ from logberg_platform.k8s import operator_chart
 from logberg_platform.k8s.api_client import Kube, random_secret, wait
 
 Say = Callable[[str], None]
-TARGETS = ("local", "kind", "eks")
-DEV_TARGETS = ("local", "kind")
+TARGETS = ("kind", "eks")
+DEV_TARGETS = ("kind",)
 # Images each target runs (keys of logberg_platform.build.container_images).
 IMAGES = ("spark", "hive-metastore", "spark-operator", "dev-postgres", "dev-s3", "dev-kafka")
 OPERATOR_RELEASE = "spark-operator"
@@ -47,7 +47,7 @@ DEV_SECRETS: dict[str, dict[str, Callable[[], str]]] = {
 
 @dataclass(frozen=True)
 class DeploySettings:
-    target: str  # local | kind | eks
+    target: str  # kind | eks
     namespace: str
     operator_namespace: str
     repo: Path  # the repository root (charts/)
@@ -63,7 +63,6 @@ class DeploySettings:
     values: Mapping[str, Sequence[Path]] = field(default_factory=dict)  # release -> files
     timeout: float = 900.0
     metastore_namespace: str = ""  # empty: `namespace` (EKS keeps the metastore apart)
-    node_volumes: Path | None = None  # local: the node's directory for dev data (hostPath)
 
     def __post_init__(self) -> None:
         if self.target not in TARGETS:
@@ -156,34 +155,11 @@ class Flow:
             made = self.kube.ensure_secret(name, data)
             self.say(f"secret {name}: {'created (random values)' if made else 'exists (kept)'}")
 
-    def node_volume(self, name: str, uid: int) -> Path:
-        """A directory of the node's for one dev backend's data, owned by the uid its pod
-        runs as (a hostPath volume gets no fsGroup): kept over the pod and the cluster's
-        restarts, as a PVC is."""
-        assert self.s.node_volumes is not None
-        path = self.s.node_volumes / self.s.namespace / name
-        path.mkdir(parents=True, exist_ok=True)
-        if path.stat().st_uid != uid:
-            try:
-                os.chown(path, uid, uid)
-            except PermissionError as e:
-                raise ConfigError(
-                    f"LOGBERG_CLUSTER_HOME: {path} must be owned by uid {uid} "
-                    f"(run the deploy as root, as the local cluster is): {e}"
-                ) from e
-        path.chmod(0o700)
-        return path
-
     def dev_backends(self) -> None:
-        charts = self.s.repo / "charts"
-        extra = ["--values=" + str(charts / "logberg-dev" / "values-local.yaml")]
-        if self.s.node_volumes is not None:
-            extra.append(f"--set=kafka.persistence.hostPath={self.node_volume('kafka', 1000)}")
         self.release(
             "logberg-dev",
-            charts / "logberg-dev",
+            self.s.repo / "charts" / "logberg-dev",
             self.s.namespace,
-            *(extra if self.s.target == "local" else []),
             f"--set=postgres.image.tag={self.s.tag('dev-postgres')}",
             f"--set=s3.image.tag={self.s.tag('dev-s3')}",
             f"--set=kafka.image.tag={self.s.tag('dev-kafka')}",
@@ -284,19 +260,6 @@ def version_alias(ref: str, version: str) -> str:
     """`logberg-spark:0.1.0-<hash>` -> `logberg-spark:0.1.0`: the tag the chart's default and
     the examples name; it always points at the image loaded last."""
     return f"{ref.rsplit(':', 1)[0]}:{version}"
-
-
-def local_loader(version: str, say: Say) -> Callable[[list[str]], None]:
-    """Into the local cluster's containerd, named as a pod's `image:` resolves them."""
-    from logberg_platform.cluster import lifecycle
-    from logberg_platform.cluster.cluster_settings import ClusterSettings
-
-    cluster = ClusterSettings.from_env()
-
-    def also_as(ref: str) -> list[str]:
-        return [f"docker.io/library/{r}" for r in (ref, version_alias(ref, version))]
-
-    return lambda refs: lifecycle.load(cluster, refs, say, also_as)
 
 
 def kind_loader(cluster: str, version: str, say: Say) -> Callable[[list[str]], None]:

@@ -1,2 +1,2 @@
-"""kind, the local Kubernetes cluster: the offline node image (node_image) and the cluster's
-life cycle on Docker or podman (cluster)."""
+"""kind, the local Kubernetes cluster: the offline node image (node_image, with the podman
+builds of podman_images) and the cluster's life cycle on Docker or podman (cluster)."""

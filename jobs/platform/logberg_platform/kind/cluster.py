@@ -102,7 +102,7 @@ def kind_command(explicit: str, log: Log) -> str:
     if found:
         return found
     from logberg_platform.build import tools as build_tools
-    from logberg_platform.cluster.binaries import tools_dir
+    from logberg_platform.build.kubernetes_cache import tools_dir
 
     log(f"kind not on PATH: building kind v{pins().kube.kind} from the Go proxy")
     return str(build_tools.ensure_kind(tools_dir()))
@@ -318,7 +318,7 @@ def _registry() -> bool:
 
 
 def _pinned_kind() -> str | None:
-    from logberg_platform.cluster.binaries import tools_dir
+    from logberg_platform.build.kubernetes_cache import tools_dir
 
     built = tools_dir() / "bin" / "kind"
     return str(built) if built.is_file() else None

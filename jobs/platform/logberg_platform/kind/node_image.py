@@ -8,8 +8,8 @@ Three images, all FROM the pinned Debian base and all built with podman:
    control plane, kube-proxy, etcd, CoreDNS, kube-network-policies and the local-path
    provisioner, plus logberg-kind-net, in one image tagged under every name kubeadm's
    manifests and the node's own manifests ask for (one copy of the layers in the node);
-   CoreDNS gets a variant whose entrypoint is CoreDNS; the pause image is the one the
-   process cluster uses (images/pause);
+   CoreDNS gets a variant whose entrypoint is CoreDNS; the pause image is logberg's own
+   (images/pause);
 2. their archive (`podman save`), which the node imports into its containerd when it first
    boots (logberg-preload.service, before the kubelet), so the node never pulls;
 3. the node (images/kind-node): systemd, containerd, runc and the CNI plugins from Debian,
@@ -33,8 +33,8 @@ from pathlib import Path
 from logberg.errors import ServiceError
 from logberg_platform.build import tools as build_tools
 from logberg_platform.build.kubernetes_binaries import ensure_binaries
-from logberg_platform.cluster import node_images
-from logberg_platform.cluster.binaries import NETPOL, kube_pins, tools_dir
+from logberg_platform.build.kubernetes_cache import NETPOL, kube_pins, tools_dir
+from logberg_platform.kind import podman_images
 from logberg_platform.supervisor import run
 
 NODE = "localhost/logberg-kind-node"
@@ -73,13 +73,13 @@ def build(log: Log, make_base: Callable[[], str] | None = None) -> str:
     tools = tools_dir()
     binaries = ensure_binaries(tools, log)
     lpp = build_tools.ensure_local_path_provisioner(tools)
-    base = node_images.base_image(log, make_base)
-    images = node_images.images_dir()
+    base = podman_images.base_image(log, make_base)
+    images = podman_images.images_dir()
 
     def binary(name: str) -> Path:
         return lpp if name == "local-path-provisioner" else binaries[name]
 
-    pause = node_images.build_pause(base, log)
+    pause = podman_images.build_pause(base, log)
     with tempfile.TemporaryDirectory(prefix="logberg-kind-components-") as tmp:
         ctx = Path(tmp)
         shutil.copy(images / "kind-components" / "Dockerfile", ctx / "Dockerfile")
@@ -87,10 +87,10 @@ def build(log: Log, make_base: Callable[[], str] | None = None) -> str:
         for name in COMPONENT_BINARIES:
             shutil.copy(binary(name), ctx / "bin" / name)
         shutil.copy(images / "kind-components" / "logberg-kind-net", ctx / "bin")
-        components = node_images.build(ctx, COMPONENTS, base[1], log, BASE_IMAGE=base[0])
+        components = podman_images.build(ctx, COMPONENTS, base[1], log, BASE_IMAGE=base[0])
     variant = images / "kind-components" / "coredns"
-    parent = node_images.image_id(components)
-    coredns = node_images.build(variant, COREDNS, parent, log, COMPONENTS_IMAGE=components)
+    parent = podman_images.image_id(components)
+    coredns = podman_images.build(variant, COREDNS, parent, log, COMPONENTS_IMAGE=components)
 
     wanted = _kubeadm_images(binaries["kubeadm"], pins.tag)
     preload = Preload(
@@ -104,15 +104,15 @@ def build(log: Log, make_base: Callable[[], str] | None = None) -> str:
 
     node_src = images / "kind-node"
     digest = hashlib.sha256()
-    digest.update(node_images.content_tag(node_src, base[1]).encode())
+    digest.update(podman_images.content_tag(node_src, base[1]).encode())
     for ref in (components, coredns, pause):
-        digest.update(node_images.image_id(ref).encode())
+        digest.update(podman_images.image_id(ref).encode())
     for ref in sorted(preload.refs()):
         digest.update(ref.encode())
     for name in NODE_BINARIES:
         digest.update(_file_hash(binaries[name]).encode())
     ref = f"{NODE}:{pins.tag}-{digest.hexdigest()[:12]}"
-    if node_images.podman_has(ref):
+    if podman_images.podman_has(ref):
         log(f"kind node image {ref}: present")
         return ref
 
@@ -136,7 +136,7 @@ def build(log: Log, make_base: Callable[[], str] | None = None) -> str:
              "--output", str(archive), *preload.refs()],
             timeout=900,
         )  # fmt: skip
-        node_images.podman_build(
+        podman_images.podman_build(
             ctx,
             ref,
             base[0],

@@ -3,7 +3,7 @@
 logberg_platform.cli.images).
 
 NAME is `spark`, `hive-metastore`, `spark-operator` (shipped) or `dev-postgres`, `dev-s3`
-(the dev backends: the logberg-dev chart on kind and the local cluster, and the container
+(the dev backends: the logberg-dev chart on kind, and the container
 tests), with or without the `logberg-` prefix.
 
 * One set of Dockerfiles for every builder: `docker buildx` where a Docker daemon answers,

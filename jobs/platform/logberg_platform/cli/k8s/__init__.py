@@ -1,4 +1,4 @@
-"""`logberg k8s`: logberg on a Kubernetes cluster (the local one, kind or EKS).
+"""`logberg k8s`: logberg on a Kubernetes cluster (kind or EKS).
 
 The group's options name the cluster and namespace; each action is its own module:
 deploy, the jobs of a release (submit, status, logs), query and sql (through the release's

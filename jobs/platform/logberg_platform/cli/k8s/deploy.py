@@ -34,7 +34,6 @@ def run(a: argparse.Namespace) -> int:
     from logberg.versions import pins
     from logberg_platform.build import container_images as images
     from logberg_platform.build import tools
-    from logberg_platform.cluster.cluster_settings import ClusterSettings
     from logberg_platform.k8s import deploy
     from logberg_platform.local_settings import LocalSettings
 
@@ -47,12 +46,9 @@ def run(a: argparse.Namespace) -> int:
         operator_chart_version=pins().spark_operator_chart,
         images=images_given(a.image),
         values=values_given(a.values),
-        node_volumes=ClusterSettings.from_env().volumes if a.target == "local" else None,
     )
     version = images.logberg_version()
-    if a.target == "local":
-        load = deploy.local_loader(version, say)
-    elif a.target == "kind":
+    if a.target == "kind":
         load = deploy.kind_loader(a.kind_cluster, version, say)
     else:
 
@@ -71,7 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "images, dev backends, spark-operator (CRDs first), hive-metastore (+ helm test), "
         "logberg: in order, each waiting on what it needs",
     )
-    p.add_argument("--target", choices=["local", "kind", "eks"], default="local")
+    p.add_argument("--target", choices=["kind", "eks"], default="kind")
     p.add_argument("--operator-namespace", default="spark-operator")
     p.add_argument(
         "--metastore-namespace",

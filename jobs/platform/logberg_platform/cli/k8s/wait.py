@@ -49,9 +49,10 @@ def job(a: argparse.Namespace) -> int:
 
 def rerun_stale(kube: Any, a: argparse.Namespace) -> None:
     """Run again each succeeded Job that completed before the newest container of the
-    --rerun-before-pods pods started: what it wrote there may be gone. (The dev S3 server
-    keeps its objects in an emptyDir: after `cluster-down` and `cluster-up` the generator's
-    files are gone while its Job, kept by the cluster, still says complete.)"""
+    --rerun-before-pods pods started: what it wrote there may be gone. (Where the dev S3
+    server keeps its objects in an emptyDir, s3.persistence.enabled=false, a restarted
+    server has lost the generator's files while its Job, kept by the cluster, still says
+    complete.)"""
     from logberg_platform.k8s.api_client import wait
 
     started: list[float] = []

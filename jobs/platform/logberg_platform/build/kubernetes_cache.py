@@ -1,9 +1,9 @@
-"""Where the local cluster's binaries are: Kubernetes, etcd, CoreDNS and the NetworkPolicy
-enforcer (kube-network-policies) at the pinned
-versions, in the versioned cache `make cluster-build` (`logberg setup kubernetes`,
-logberg_platform.build.kubernetes_binaries) fills, and kubectl: the one `make tools`
-installs from its pinned wheel (versions.toml [tools].kubectl_wheel, the cluster's minor),
-not built again with the server. Found here, never built here."""
+"""Where the kind node image's binaries are: Kubernetes, etcd, CoreDNS and the NetworkPolicy
+enforcer (kube-network-policies) at the pinned versions, in the versioned cache
+`logberg setup kubernetes` (logberg_platform.build.kubernetes_binaries, run by `make
+kind-node-image`) fills, and kubectl: the one `make tools` installs from its pinned wheel
+(versions.toml [tools].kubectl_wheel, the cluster's minor), not built again with the server.
+Found here, never built here."""
 
 from __future__ import annotations
 
@@ -16,14 +16,13 @@ from logberg.errors import ConfigError
 from logberg.versions import KubePins, pins
 from logberg_platform.setup_artifacts import kubectl_path
 
-BUILD_HINT = "run `make cluster-build` (logberg setup kubernetes)"
 KUBE_COMMANDS = (
     "kube-apiserver",
     "kube-controller-manager",
     "kube-scheduler",
     "kubelet",
     "kube-proxy",
-    "kubeadm",  # the kind node image's (kind runs `kubeadm init`); the process cluster needs none
+    "kubeadm",  # kind runs `kubeadm init` in the node
 )
 # Plugins compiled into CoreDNS; their order in the Corefile is CoreDNS's own
 # (dnsserver.Directives), not this tuple's.
@@ -101,17 +100,6 @@ def cached_binaries(tools: Path | None = None) -> Binaries | None:
             kubectl=kubectl_path(tools),
         )
     return None
-
-
-def required_binaries(tools: Path | None = None) -> Binaries:
-    """The cached binaries, or a ConfigError saying how to build them."""
-    found = cached_binaries(tools)
-    if found is None:
-        raise ConfigError(
-            f"the local cluster's Kubernetes {kube_pins().version} binaries are not built "
-            f"under {tools or tools_dir()} (LOGBERG_TOOLS): {BUILD_HINT}"
-        )
-    return found
 
 
 def kube_key(pins: KubePins) -> str:

@@ -1,3 +1,0 @@
-module logberg.test/webhook
-
-go 1.22
