@@ -340,6 +340,10 @@ class Deployed:
         if self.shell is not None:
             self.shell.close()
             self.shell = None
+        self.drop_forwards()
+
+    def drop_forwards(self) -> None:
+        """Stop the port-forwards (the next call starts them again, to the pods then)."""
         for forward in self.forwards.values():
             forward.stop()
         self.forwards.clear()
