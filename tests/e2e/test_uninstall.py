@@ -1,6 +1,7 @@
-"""Uninstalling leaves only what charts/README.md says it keeps. Runs last of all in a
-whole run; alone, it deploys (or reuses a current deployment) first, and afterwards the
-next run deploys afresh."""
+"""Uninstalling leaves only what charts/README.md says it keeps; without the CRDs too,
+`logberg k8s` says the operator is missing. Runs last in a whole run (before
+test_kind_down.py); alone, it deploys (or reuses a current deployment) first, and
+afterwards the next run deploys afresh."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from tests.e2e.framework import (
     NS,
     OPERATOR_NS,
     Deployed,
+    logberg_k8s,
     wait_for,
 )
 
@@ -83,3 +85,16 @@ def test_uninstall_leaves_only_what_the_readme_says_it_keeps(deployed: Deployed)
     roles = deployed.kubectl("get", "clusterroles,clusterrolebindings", "-o", "name")
     assert "spark-operator" not in roles
     assert "sparkapplications.sparkoperator.k8s.io" in deployed.kubectl("get", "crds", "-o", "name")
+
+    # A user who then deletes the CRDs as well (charts/README.md) has a cluster without the
+    # Spark Operator: `logberg k8s` names the CRD and what to do, without a traceback.
+    crds = [
+        ln.strip()
+        for ln in deployed.kubectl("get", "crds", "-o", "name").splitlines()
+        if ln.strip().endswith(".sparkoperator.k8s.io")
+    ]
+    deployed.kubectl("delete", *crds, "--wait=true", "--timeout=300s")
+    proc = logberg_k8s(deployed, "status")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "the CRD sparkapplications.sparkoperator.k8s.io is not installed" in proc.stderr
+    assert "make k8s-deploy" in proc.stderr and "Traceback" not in proc.stderr
